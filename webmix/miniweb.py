@@ -6,15 +6,15 @@
 __all__ = ['FIELD_TYPES', 'PAGE_KINDS', 'FILTER_WIDGETS', 'LAYOUTS', 'LIST_STYLES', 'USER', 'SITE_KEYS', 'FIELD_KEYS',
            'COLLECTION_KEYS', 'PAGE_KEYS', 'SORT_WORDS', 'COMMENTS', 'EMAIL', 'COOKIE', 'SECRET_FIELDS', 'LOOPBACK',
            'PAGE_VIEWS', 'RECORD_TYPES', 'FLAG_PARSERS', 'SpecError', 'validate_spec', 'seed_rows', 'Control',
-           'sort_options', 'Site', 'derive_pages', 'page_path', 'derive_controls', 'load_site', 'load_sites', 'sitemap',
-           'Session', 'SessionStore', 'db_create', 'db_update', 'db_delete', 'list_query', 'clean_form',
-           'site_db_for_check', 'Bad', 'create_app', 'fmt_value', 'render', 'dispatch', 'view_home', 'view_info',
-           'view_login', 'load_sites_of_app', 'view_list', 'view_list_tail', 'view_detail', 'add_comment', 'edit_form',
-           'export_csv', 'view_board', 'board_move', 'view_signature', 'view_upload', 'upload_download', 'site_summary',
-           'serve', 'Servers']
+           'sort_options', 'Site', 'derive_pages', 'page_path', 'slider_range', 'derive_controls', 'load_site',
+           'load_sites', 'sitemap', 'Session', 'SessionStore', 'db_create', 'db_update', 'db_delete', 'list_query',
+           'clean_form', 'site_db_for_check', 'Bad', 'create_app', 'fmt_value', 'render', 'dispatch', 'view_home',
+           'view_info', 'view_login', 'load_sites_of_app', 'view_list', 'view_list_tail', 'view_detail', 'add_comment',
+           'edit_form', 'export_csv', 'view_board', 'board_move', 'view_signature', 'view_upload', 'upload_download',
+           'site_summary', 'serve', 'Servers']
 
-# %% ../nbs/01_miniweb.ipynb #c5a0d3f4
-import hashlib, io, json, random, re, secrets, sqlite3, threading, time, csv, ipaddress, socket
+# %% ../nbs/01_miniweb.ipynb #69e75e8f
+import hashlib, io, json, math, random, re, secrets, sqlite3, threading, time, csv, ipaddress, socket
 from collections import OrderedDict
 from contextlib import closing
 from dataclasses import dataclass, field as dfield, asdict
@@ -32,7 +32,7 @@ from werkzeug.security import generate_password_hash, check_password_hash
 
 from .config import SITES_DIR, TEMPLATES_DIR, STATIC_DIR, split_of
 
-# %% ../nbs/01_miniweb.ipynb #54783890
+# %% ../nbs/01_miniweb.ipynb #8ca9a1a3
 FIELD_TYPES = {"text", "longtext", "email", "int", "money", "date", "choice", "bool", "ref"}
 PAGE_KINDS = {"home", "list", "board", "signature", "upload", "login", "info"}
 FILTER_WIDGETS = {"dropdown", "checkbox", "radio", "slider", "date_range"}
@@ -49,7 +49,7 @@ def _known(src, where, d, allowed):
     extra = set(d) - set(allowed)
     if extra: _fail(src, where, f"unknown key(s) {sorted(extra)}; allowed: {sorted(allowed)}")
 
-# %% ../nbs/01_miniweb.ipynb #29a21f38
+# %% ../nbs/01_miniweb.ipynb #65746949
 SITE_KEYS = {"name", "title", "doc", "theme", "collections", "pages", "menu", "login_required"}
 FIELD_KEYS = {"type", "label", "required", "options", "min", "max", "to", "gen", "unique", "hidden", "step"}
 COLLECTION_KEYS = {"label", "title_field", "fields", "rows", "order"}
@@ -107,7 +107,7 @@ def validate_spec(spec: dict, src="<spec>") -> dict:
     if sum(p["kind"] == "home" for p in spec["pages"]) != 1: _fail(src, "pages", "exactly one home page")
     return spec
 
-# %% ../nbs/01_miniweb.ipynb #5709f7b4
+# %% ../nbs/01_miniweb.ipynb #d05832bd
 def _seed_of(name): return int(hashlib.sha256(name.encode()).hexdigest()[:12], 16)
 
 def _fill(pattern, gen, rng, n):
@@ -167,7 +167,7 @@ def seed_rows(site_name, cname, coll, ref_sizes):
         rows.append(row)
     return rows
 
-# %% ../nbs/01_miniweb.ipynb #c29e7d98
+# %% ../nbs/01_miniweb.ipynb #d561a539
 @dataclass
 class Control:
     control_id: str
@@ -197,7 +197,7 @@ def sort_options(coll, fields):
         out += [{"text": f"{_label(fn, f)}: {up}", "value": f"{fn}_asc"}, {"text": f"{_label(fn, f)}: {down}", "value": f"{fn}_desc"}]
     return out
 
-# %% ../nbs/01_miniweb.ipynb #bbfad10a
+# %% ../nbs/01_miniweb.ipynb #f9d7c474
 COMMENTS = {"fields": {"target": {"type": "text"}, "record": {"type": "int"}, "author": {"type": "text"},
                        "body": {"type": "longtext", "required": True}, "created": {"type": "date"}}, "rows": 0}
 
@@ -274,7 +274,7 @@ def _ref_order(collections):
     for c in collections: visit(c)
     return order
 
-# %% ../nbs/01_miniweb.ipynb #dbd5779c
+# %% ../nbs/01_miniweb.ipynb #f9bc9b10
 def derive_pages(site):
     out = []
     for p in site.spec["pages"]:
@@ -307,6 +307,15 @@ def _field_controls(site, pid, form_key, path, cname, fields, kind_of_form):
                            {"form": f"{pid}-{form_key}", "type": f["type"]}))
     return out
 
+def slider_range(values, step=None, positions=40):
+    "(min, max, step) of a slider over these values: a round step giving about `positions` stops, ends on the grid."
+    span = max(values) - min(values) or 1
+    if not step:
+        mag = 10 ** math.floor(math.log10(span / positions))
+        step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= span / positions)
+        step = int(step) if step >= 1 else 1
+    return int(math.floor(min(values) / step) * step), int(math.ceil(max(values) / step) * step), step
+
 def _list_controls(site, p):
     pid, path, cname = p["id"], page_path(p), p["collection"]
     coll = site.collections[cname]
@@ -315,10 +324,9 @@ def _list_controls(site, p):
         fn, w, f = flt["field"], flt["widget"], coll["fields"][flt["field"]]
         cid, lab = f"{pid}-filter-{fn}", flt.get("label") or _label(fn, f)
         if w == "slider":
-            vals = [r[fn] for r in site.rows[cname]]
-            lo, hi = int(min(vals)), int(max(vals)) + 1
+            lo, hi, step = slider_range([r[fn] for r in site.rows[cname]], f.get("step"))
             out.append(Control(cid, path, "slider", f"Max {lab.lower()}", f"{fn}_max", "filter", [], [cname], cname, fn,
-                               {"min": lo, "max": hi, "step": f.get("step", 1)}))
+                               {"min": lo, "max": hi, "step": step}))
         elif w == "date_range":
             out.append(Control(cid, path, "date_range", lab, fn, "filter", [], [cname], cname, fn,
                                {"from": f"{fn}_from", "to": f"{fn}_to"}))
@@ -396,7 +404,7 @@ def _default_order(site, p, rows):
     desc = key.startswith("-")
     return sorted(rows, key=lambda r: (r[key.lstrip("-")], r["id"]), reverse=desc)
 
-# %% ../nbs/01_miniweb.ipynb #bd2defd9
+# %% ../nbs/01_miniweb.ipynb #52769da6
 def load_site(path) -> Site:
     "Load and check one site spec; SpecError names the file and the field on any problem."
     path = Path(path)
@@ -423,7 +431,7 @@ def sitemap(name, sites_dir=SITES_DIR) -> dict:
     if name not in sites: raise KeyError(f"unknown site {name!r}; known: {sorted(sites)}")
     return sites[name].sitemap()
 
-# %% ../nbs/01_miniweb.ipynb #c5d0659c
+# %% ../nbs/01_miniweb.ipynb #ea65a6fe
 class Session:
     def __init__(self, sid, flags=None):
         self.id, self.flags = sid, dict(flags or {})
@@ -453,7 +461,7 @@ class SessionStore:
     def get(self, sid):
         with self.lock: return self.items.get(sid)
 
-# %% ../nbs/01_miniweb.ipynb #eb5bb4be
+# %% ../nbs/01_miniweb.ipynb #ca45c145
 def _row(db, cname, rid):
     r = db.execute(f'SELECT * FROM "{cname}" WHERE id = ?', (rid,)).fetchone()
     return dict(r) if r else None
@@ -489,7 +497,7 @@ def db_delete(sess, site, cname, rid):
     _change(sess, site, cname, "delete", rid, before, None)
     return before
 
-# %% ../nbs/01_miniweb.ipynb #68ea6e2d
+# %% ../nbs/01_miniweb.ipynb #f566e2a5
 def _number_or_none(v):
     try: return float(v)
     except (TypeError, ValueError): return None
@@ -535,7 +543,7 @@ def list_query(site, p, args):
     elif s: notes.append("Ignored an unknown sort order.")
     return " AND ".join(where) or "1", params, order_sql, state, notes
 
-# %% ../nbs/01_miniweb.ipynb #e12c6c59
+# %% ../nbs/01_miniweb.ipynb #f766f072
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]{2,}", re.I)
 
 def clean_form(site, cname, fields, form):
@@ -571,7 +579,7 @@ def site_db_for_check(site):
     "References are checked against the current session's data."
     return g.sess.db(site)
 
-# %% ../nbs/01_miniweb.ipynb #f6957b7d
+# %% ../nbs/01_miniweb.ipynb #8081f7e9
 COOKIE = "webmix_session"
 SECRET_FIELDS = {"password", "csrf_token", "password_confirm"}
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -665,7 +673,7 @@ def _controls_by_page(site):
     for c in site.controls: out.setdefault(c.page, {})[c.control_id] = c
     return out
 
-# %% ../nbs/01_miniweb.ipynb #5df0398c
+# %% ../nbs/01_miniweb.ipynb #516422ba
 def render(site, by_page, key, template, crumbs=(), status=200, **ctx):
     "A site page: its controls (those of the sitemap page `key`), breadcrumbs and the session's login state."
     ctl = by_page.get(key, {})
@@ -724,7 +732,7 @@ def load_sites_of_app():
     from flask import current_app
     return current_app.extensions["webmix"]["sites"]
 
-# %% ../nbs/01_miniweb.ipynb #e0b09647
+# %% ../nbs/01_miniweb.ipynb #b1a2a1ee
 def view_list(site, by_page, p):
     cname, per = p["collection"], p.get("per_page", 10)
     where, params, order, state, notes = list_query(site, p, request.args)
@@ -808,7 +816,7 @@ def export_csv(site, p):
     return Response(buf.getvalue(), mimetype="text/csv",
                     headers={"Content-Disposition": f'attachment; filename="{site.name}-{cname}.csv"'})
 
-# %% ../nbs/01_miniweb.ipynb #ca606525
+# %% ../nbs/01_miniweb.ipynb #922fd1ac
 def view_board(site, by_page, p):
     cname, grp, order = p["collection"], p["group"], p.get("order", "position")
     rows = [dict(r) for r in g.sess.db(site).execute(f'SELECT * FROM "{cname}" ORDER BY "{order}", id')]
@@ -878,7 +886,7 @@ def upload_download(site, p, rid):
 PAGE_VIEWS = {"list": view_list, "board": view_board, "signature": view_signature, "upload": view_upload,
               "login": view_login, "info": view_info}
 
-# %% ../nbs/01_miniweb.ipynb #21f19597
+# %% ../nbs/01_miniweb.ipynb #296b44a1
 RECORD_TYPES = {"load", "click", "input", "select", "drag", "draw", "submit", "copy", "scroll", "key"}
 
 def _admin_session(store):
@@ -954,7 +962,7 @@ def site_summary(site):
     return {"name": site.name, "title": site.title, "split": split_of(site.name), "pages": len(site.page_list),
             "control_kinds": sorted({c.kind for c in site.controls}), "collections": sorted(site.collections)}
 
-# %% ../nbs/01_miniweb.ipynb #5383e0f8
+# %% ../nbs/01_miniweb.ipynb #bebc172f
 import atexit, os, signal, subprocess, sys
 
 def serve(port, sites_dir=SITES_DIR, threads=8, host="127.0.0.1"):

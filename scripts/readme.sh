@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# README.md is rendered from nbs/index.ipynb (nbdev-readme needs Quarto, which cannot be installed here).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jupyter nbconvert --to markdown --log-level=ERROR --stdout nbs/index.ipynb > README.md

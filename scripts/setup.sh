@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what webmix needs on a fresh Debian machine (run as root): Debian's Chromium, and the package with its
+# dev extras. Idempotent: a second run installs nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing Debian's chromium ..."
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+if ! python -c "import webmix, browser_use, nbdev, jupytext, pytest" >/dev/null 2>&1 || [ pyproject.toml -nt .setup-done ]; then
+  echo "installing webmix and its dependencies ..."
+  python -m pip install -q --disable-pip-version-check -e ".[dev]"
+  touch .setup-done
+fi
