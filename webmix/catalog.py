@@ -7,10 +7,10 @@ chain sampler and the evaluation runners read (FAMILY_OF, URL_STATE, CHAIN_FIRST
 __all__ = ['DRAG', 'IO', 'SELECT', 'TEXT', 'FORM', 'NAV', 'REASON', 'FAMILIES', 'CATALOG', 'MACROS', 'FAMILY_OF', 'QA_MACROS',
            'URL_STATE', 'CHAIN_FIRST', 'CHAIN_SECOND', 'Macro', 'macros_for_control']
 
-# %% ../nbs/02_catalog.ipynb #08e40847
+# %% ../nbs/02_catalog.ipynb #dcc9ca4f
 from dataclasses import dataclass
 
-# %% ../nbs/02_catalog.ipynb #da6e47d1
+# %% ../nbs/02_catalog.ipynb #1a206a93
 DRAG, IO, SELECT, TEXT, FORM, NAV, REASON = FAMILIES = (
     "Drag & gesture", "Out-of-page I/O", "Discrete selection", "Text entry", "Form transaction", "Navigation",
     "Reasoning base")
@@ -34,7 +34,7 @@ def _m(name, family, kinds, roles, flags, doc):
     return Macro(name, family, tuple(kinds.split()), tuple(roles.split()), "answers" in f, "url" in f,
                  "stays" in f, "follows" in f, doc)
 
-# %% ../nbs/02_catalog.ipynb #3ad941d5
+# %% ../nbs/02_catalog.ipynb #77abdea6
 CATALOG = [
     #  name                   family  kinds                                 roles               flags
     _m("reorder_by_drag",      DRAG,   "drag_reorder",                       "",                 "stays follows",
@@ -96,7 +96,7 @@ CATALOG = [
        "Count the entries a list shows (under a filter) and report the number."),
 ]
 
-# %% ../nbs/02_catalog.ipynb #3ab7cc05
+# %% ../nbs/02_catalog.ipynb #a12b4b49
 MACROS = {m.name: m for m in CATALOG}
 FAMILY_OF = {m.name: m.family for m in CATALOG}
 QA_MACROS = {m.name for m in CATALOG if m.answers}
