@@ -124,8 +124,9 @@ def main(argv=None):
     theirs, t_seed = timed(seed_chain_specs, pool, args.seed_chains)
     print(f"{args.seed_chains:,} chains from {len(pool):,} records: seed loop {t_seed:.2f} s, index {t_mine:.3f} s, "
           f"ratio {t_seed / t_mine:.0f}x, same chains: {ids(mine) == ids(theirs)}")
-    print(f"seed loop at {args.chains:,} chains, extrapolated per chain: ~{t_seed / args.seed_chains * args.chains:.0f} s "
-          f"(ratio ~{t_seed / args.seed_chains * args.chains / t_full:.0f}x)")
+    if args.seed_chains < args.chains:
+        est = t_seed / args.seed_chains * args.chains
+        print(f"seed loop at {args.chains:,} chains, extrapolated per chain: ~{est:.0f} s (ratio ~{est / t_full:.0f}x)")
 
 
 if __name__ == "__main__":

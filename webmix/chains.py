@@ -7,7 +7,7 @@ decomposition is known by construction."""
 __all__ = ['FLAGGED', 'scope', 'answers', 'stays', 'record', 'values', 'follow', 'chain_specs_from_records', 'chain_specs',
            'chain_key']
 
-# %% ../nbs/08_chains.ipynb #a5ddf7e0
+# %% ../nbs/08_chains.ipynb #4771c0a5
 import hashlib, json, random, re
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from .catalog import CHAIN_FIRST, CHAIN_SECOND, URL_STATE
 
-# %% ../nbs/08_chains.ipynb #c43cdb98
+# %% ../nbs/08_chains.ipynb #31b33e4b
 FLAGGED = {"login", "logout", "cart"}   # control roles whose tasks need session flags set before they start
 
 def _path(url):
@@ -52,7 +52,7 @@ def record(task_id, dir):
             "home_start": (task["start"]["kind"] == "fresh" and start == f"/sites/{site}" and not keep
                            and ctrl.get("role") not in FLAGGED and not (ctrl.get("prep") or {}))}
 
-# %% ../nbs/08_chains.ipynb #52df226c
+# %% ../nbs/08_chains.ipynb #cb39af3f
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|(?<!\w)'([^']+)'(?!\w)")
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 _CAPITALIZED = re.compile(r"\b[A-Z][\w&'-]*(?:[ \t]+[A-Z][\w&'-]*)*")
@@ -68,7 +68,7 @@ def values(text):
         if name: found.add(name)
     return found
 
-# %% ../nbs/08_chains.ipynb #0e2f8f52
+# %% ../nbs/08_chains.ipynb #337edc49
 def _page_lead(a):
     "Whether a part leaves its start page as the next part may start on it."
     return a["macro"] in CHAIN_FIRST and a["stays"]
@@ -88,7 +88,7 @@ def follow(a, b):
     if b["home_start"] and _home_lead(a): return "home"
     return None
 
-# %% ../nbs/08_chains.ipynb #c044779e
+# %% ../nbs/08_chains.ipynb #97ddc8dd
 class _Without:
     "Followers without the parts on some controls: a sequence random.choice draws from as from the filtered list."
     def __init__(self, followers, skipped):
@@ -116,7 +116,8 @@ class _Followers:
 
     def without(self, controls):
         for c in controls - self.ranks.keys():
-            self.ranks[c] = [bisect_left(self.pos, p) for p in self.by_control.get(c, ()) if not self.ix.mask[p] & self.taken]
+            mine = (p for p in self.by_control.get(c, ()) if not self.ix.mask[p] & self.taken)
+            self.ranks[c] = [bisect_left(self.pos, p) for p in mine]
         return _Without(self, [self.ranks[c] for c in controls])
 
 class _SiteIndex:
@@ -154,7 +155,7 @@ class _SiteIndex:
             self.groups[key] = positions, by_control, page
         return self.groups[key]
 
-# %% ../nbs/08_chains.ipynb #eced26ae
+# %% ../nbs/08_chains.ipynb #0722bab1
 def _walk(ix, rng, sizes, answer_share):
     "One random chain of up to k parts of ix's site, or None when its first part answers."
     k = rng.choice(sizes)
