@@ -8,12 +8,12 @@ __all__ = ['FIELD_TYPES', 'PAGE_KINDS', 'FILTER_WIDGETS', 'LAYOUTS', 'LIST_STYLE
            'PAGE_VIEWS', 'RECORD_TYPES', 'FLAG_PARSERS', 'SpecError', 'validate_spec', 'seed_rows', 'Control',
            'sort_options', 'Site', 'derive_pages', 'page_path', 'slider_range', 'derive_controls', 'load_site',
            'load_sites', 'sitemap', 'Session', 'SessionStore', 'db_create', 'db_update', 'db_delete', 'list_query',
-           'clean_form', 'site_db_for_check', 'Bad', 'create_app', 'fmt_value', 'render', 'dispatch', 'view_home',
-           'view_info', 'view_login', 'load_sites_of_app', 'view_list', 'view_list_tail', 'view_detail', 'add_comment',
-           'edit_form', 'export_csv', 'view_board', 'board_move', 'view_signature', 'view_upload', 'upload_download',
-           'site_summary', 'serve', 'Servers']
+           'clean_form', 'Bad', 'create_app', 'fmt_value', 'css_value', 'render', 'dispatch', 'view_home', 'view_info',
+           'view_login', 'view_list', 'view_list_tail', 'view_detail', 'add_comment', 'edit_form', 'defaults_for',
+           'export_csv', 'view_board', 'board_move', 'view_signature', 'view_upload', 'upload_download', 'site_summary',
+           'serve', 'Servers']
 
-# %% ../nbs/01_miniweb.ipynb #69e75e8f
+# %% ../nbs/01_miniweb.ipynb #bedafbaf
 import hashlib, io, json, math, random, re, secrets, sqlite3, threading, time, csv, ipaddress, socket
 from collections import OrderedDict
 from contextlib import closing
@@ -25,14 +25,14 @@ from urllib.parse import urlencode
 from urllib.request import urlopen
 
 import yaml
-from flask import Flask, abort, jsonify, redirect, render_template, request, g, make_response, Response
+from flask import Flask, abort, current_app, jsonify, redirect, render_template, request, g, Response
 from markupsafe import Markup
 from werkzeug.exceptions import HTTPException
 from werkzeug.security import generate_password_hash, check_password_hash
 
 from .config import SITES_DIR, TEMPLATES_DIR, STATIC_DIR, split_of
 
-# %% ../nbs/01_miniweb.ipynb #8ca9a1a3
+# %% ../nbs/01_miniweb.ipynb #21dbe870
 FIELD_TYPES = {"text", "longtext", "email", "int", "money", "date", "choice", "bool", "ref"}
 PAGE_KINDS = {"home", "list", "board", "signature", "upload", "login", "info"}
 FILTER_WIDGETS = {"dropdown", "checkbox", "radio", "slider", "date_range"}
@@ -49,9 +49,9 @@ def _known(src, where, d, allowed):
     extra = set(d) - set(allowed)
     if extra: _fail(src, where, f"unknown key(s) {sorted(extra)}; allowed: {sorted(allowed)}")
 
-# %% ../nbs/01_miniweb.ipynb #65746949
+# %% ../nbs/01_miniweb.ipynb #d161050b
 SITE_KEYS = {"name", "title", "doc", "theme", "collections", "pages", "menu", "login_required"}
-FIELD_KEYS = {"type", "label", "required", "options", "min", "max", "to", "gen", "unique", "hidden", "step"}
+FIELD_KEYS = {"type", "label", "required", "options", "min", "max", "to", "gen", "unique", "hidden", "step", "default"}
 COLLECTION_KEYS = {"label", "title_field", "fields", "rows", "order"}
 PAGE_KEYS = {"id", "path", "kind", "title", "collection", "columns", "filters", "search", "sort", "tabs",
              "per_page", "detail", "create", "edit", "delete", "comments", "copy", "download", "group",
@@ -107,7 +107,7 @@ def validate_spec(spec: dict, src="<spec>") -> dict:
     if sum(p["kind"] == "home" for p in spec["pages"]) != 1: _fail(src, "pages", "exactly one home page")
     return spec
 
-# %% ../nbs/01_miniweb.ipynb #d05832bd
+# %% ../nbs/01_miniweb.ipynb #9893fc58
 def _seed_of(name): return int(hashlib.sha256(name.encode()).hexdigest()[:12], 16)
 
 def _fill(pattern, gen, rng, n):
@@ -159,7 +159,9 @@ def seed_rows(site_name, cname, coll, ref_sizes):
     for n in range(1, coll.get("rows", 0) + 1):
         row = {"id": n}
         for fname, f in coll["fields"].items():
-            v = _gen_value(fname, f, row, n, rng, ref_sizes)
+            try: v = _gen_value(fname, f, row, n, rng, ref_sizes)
+            except (KeyError, IndexError, TypeError, ValueError) as e:
+                raise SpecError(f"collections.{cname}.fields.{fname}.gen: cannot make row {n}: {type(e).__name__}: {e}") from None
             if f.get("unique"):                         # a repeated name gets a distinguishing suffix
                 k = seen[(fname, v)] = seen.get((fname, v), 0) + 1
                 if k > 1: v = f"{v} {['', '', 'II', 'III', 'IV', 'V', 'VI', 'VII', 'VIII', 'IX', 'X'][min(k, 10)]}"
@@ -167,7 +169,7 @@ def seed_rows(site_name, cname, coll, ref_sizes):
         rows.append(row)
     return rows
 
-# %% ../nbs/01_miniweb.ipynb #d561a539
+# %% ../nbs/01_miniweb.ipynb #10fb18b8
 @dataclass
 class Control:
     control_id: str
@@ -197,7 +199,7 @@ def sort_options(coll, fields):
         out += [{"text": f"{_label(fn, f)}: {up}", "value": f"{fn}_asc"}, {"text": f"{_label(fn, f)}: {down}", "value": f"{fn}_desc"}]
     return out
 
-# %% ../nbs/01_miniweb.ipynb #f9d7c474
+# %% ../nbs/01_miniweb.ipynb #551747b4
 COMMENTS = {"fields": {"target": {"type": "text"}, "record": {"type": "int"}, "author": {"type": "text"},
                        "body": {"type": "longtext", "required": True}, "created": {"type": "date"}}, "rows": 0}
 
@@ -260,7 +262,7 @@ class Site:
     def sitemap(self):
         return {"name": self.name, "title": self.title, "split": split_of(self.name), "doc": self.doc,
                 "home": self.url(), "pages": self.page_list,
-                "controls": [{**asdict(c), "page": c.page} for c in self.controls]}
+                "controls": [asdict(c) for c in self.controls]}
 
 def _ref_order(collections):
     "Collections ordered so each is seeded after the ones its ref fields point to."
@@ -274,7 +276,7 @@ def _ref_order(collections):
     for c in collections: visit(c)
     return order
 
-# %% ../nbs/01_miniweb.ipynb #f9bc9b10
+# %% ../nbs/01_miniweb.ipynb #cd812df3
 def derive_pages(site):
     out = []
     for p in site.spec["pages"]:
@@ -325,7 +327,7 @@ def _list_controls(site, p):
         cid, lab = f"{pid}-filter-{fn}", flt.get("label") or _label(fn, f)
         if w == "slider":
             lo, hi, step = slider_range([r[fn] for r in site.rows[cname]], f.get("step"))
-            out.append(Control(cid, path, "slider", f"Max {lab.lower()}", f"{fn}_max", "filter", [], [cname], cname, fn,
+            out.append(Control(cid, path, "slider", f"Max {lab[:1].lower() + lab[1:]}", f"{fn}_max", "filter", [], [cname], cname, fn,
                                {"min": lo, "max": hi, "step": step}))
         elif w == "date_range":
             out.append(Control(cid, path, "date_range", lab, fn, "filter", [], [cname], cname, fn,
@@ -348,7 +350,7 @@ def _list_controls(site, p):
         out.append(Control(f"{pid}-detail", path, "detail_link", f"Open a {p.get('title', pid).lower()} entry", "", "nav",
                            [{"text": site.title_of(cname, r), "value": site.url(f"{path}/{r['id']}")} for r in first], [cname], cname))
     if p.get("copy"):
-        out.append(Control(f"{pid}-copy", path, "copy_button", f"Copy {_label(p['copy'], coll['fields'][p['copy']]).lower()}", "", "io",
+        out.append(Control(f"{pid}-copy", path, "copy_button", f"Copy {_label(p['copy'], coll['fields'][p['copy']])}", "", "io",
                            [{"text": site.title_of(cname, r), "value": str(r[p["copy"]])} for r in first], [cname], cname, p["copy"]))
     if p.get("download"): out.append(Control(f"{pid}-download", path, "file_download", "Export CSV", "", "io", [], [cname], cname))
     if p.get("create"):
@@ -401,10 +403,10 @@ def derive_controls(site):
 def _default_order(site, p, rows):
     key = p.get("order") or site.collections[p["collection"]].get("order")
     if not key: return list(rows)
-    desc = key.startswith("-")
-    return sorted(rows, key=lambda r: (r[key.lstrip("-")], r["id"]), reverse=desc)
+    by_id = sorted(rows, key=lambda r: r["id"])                   # ties keep id order, as ORDER BY field, id does
+    return sorted(by_id, key=lambda r: r[key.lstrip("-")], reverse=key.startswith("-"))
 
-# %% ../nbs/01_miniweb.ipynb #52769da6
+# %% ../nbs/01_miniweb.ipynb #16377151
 def load_site(path) -> Site:
     "Load and check one site spec; SpecError names the file and the field on any problem."
     path = Path(path)
@@ -413,9 +415,8 @@ def load_site(path) -> Site:
     validate_spec(spec, str(path))
     if spec["name"] != path.stem: _fail(path, "name", f"{spec['name']!r} differs from the file name {path.stem!r}")
     try: return Site(spec, str(path))
-    except (KeyError, TypeError, ValueError) as e:
-        if isinstance(e, SpecError): raise
-        raise SpecError(f"{path}: seed data: {type(e).__name__}: {e}") from None
+    except SpecError as e: raise SpecError(f"{path}: {e}") from None
+    except (KeyError, TypeError, ValueError) as e: raise SpecError(f"{path}: seed data: {type(e).__name__}: {e}") from None
 
 @cache
 def _load_dir(d: str) -> dict:
@@ -431,7 +432,7 @@ def sitemap(name, sites_dir=SITES_DIR) -> dict:
     if name not in sites: raise KeyError(f"unknown site {name!r}; known: {sorted(sites)}")
     return sites[name].sitemap()
 
-# %% ../nbs/01_miniweb.ipynb #ea65a6fe
+# %% ../nbs/01_miniweb.ipynb #4caeffa5
 class Session:
     def __init__(self, sid, flags=None):
         self.id, self.flags = sid, dict(flags or {})
@@ -461,7 +462,7 @@ class SessionStore:
     def get(self, sid):
         with self.lock: return self.items.get(sid)
 
-# %% ../nbs/01_miniweb.ipynb #ca45c145
+# %% ../nbs/01_miniweb.ipynb #c15ea3e9
 def _row(db, cname, rid):
     r = db.execute(f'SELECT * FROM "{cname}" WHERE id = ?', (rid,)).fetchone()
     return dict(r) if r else None
@@ -497,7 +498,7 @@ def db_delete(sess, site, cname, rid):
     _change(sess, site, cname, "delete", rid, before, None)
     return before
 
-# %% ../nbs/01_miniweb.ipynb #f566e2a5
+# %% ../nbs/01_miniweb.ipynb #1b769165
 def _number_or_none(v):
     try: return float(v)
     except (TypeError, ValueError): return None
@@ -543,11 +544,11 @@ def list_query(site, p, args):
     elif s: notes.append("Ignored an unknown sort order.")
     return " AND ".join(where) or "1", params, order_sql, state, notes
 
-# %% ../nbs/01_miniweb.ipynb #f766f072
+# %% ../nbs/01_miniweb.ipynb #c46c6846
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]{2,}", re.I)
 
-def clean_form(site, cname, fields, form):
-    "-> (values, errors): typed values for the fields, or a message per bad field."
+def clean_form(site, db, cname, fields, form):
+    "-> (values, errors): typed values for the fields, or a message per bad field (references checked in `db`)."
     coll, values, errors = site.collections[cname], {}, {}
     for fn in fields:
         f, raw = coll["fields"][fn], (form.get(fn) or "").strip()
@@ -563,7 +564,7 @@ def clean_form(site, cname, fields, form):
             v = int(v) if t != "money" else round(v, 2)
             if "min" in f and v < f["min"] or "max" in f and v > f["max"]:
                 errors[fn] = f"{_label(fn, f)} must be between {f.get('min', '-inf')} and {f.get('max', 'inf')}."; continue
-            if t == "ref" and not _row(site_db_for_check(site), f["to"], v): errors[fn] = f"{_label(fn, f)} does not exist."; continue
+            if t == "ref" and not _row(db, f["to"], v): errors[fn] = f"{_label(fn, f)} does not exist."; continue
             values[fn] = v
         elif t == "date":
             v = _date_or_none(raw)
@@ -575,11 +576,7 @@ def clean_form(site, cname, fields, form):
         else: values[fn] = raw
     return values, errors
 
-def site_db_for_check(site):
-    "References are checked against the current session's data."
-    return g.sess.db(site)
-
-# %% ../nbs/01_miniweb.ipynb #8081f7e9
+# %% ../nbs/01_miniweb.ipynb #a806b4f3
 COOKIE = "webmix_session"
 SECRET_FIELDS = {"password", "csrf_token", "password_confirm"}
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -612,6 +609,7 @@ def create_app(sites_dir=SITES_DIR, max_sessions=2000) -> Flask:
     app = Flask("webmix.miniweb", template_folder=str(TEMPLATES_DIR), static_folder=str(STATIC_DIR), static_url_path="/static")
     app.config.update(MAX_CONTENT_LENGTH=5 * 2**20)
     app.jinja_env.filters["fmt"] = fmt_value
+    app.jinja_env.filters["css"] = css_value
     app.extensions["webmix"] = {"sites": sites, "store": store}
     by_page = {s: _controls_by_page(site) for s, site in sites.items()}
 
@@ -664,6 +662,10 @@ def fmt_value(v, f):
     if f.get("type") == "bool": return "Yes" if v else "No"
     return v
 
+def css_value(v):
+    "A theme value inside <style>: quotes kept (font names), nothing that could end the rule or the element."
+    return Markup(re.sub(r"[<>{};\\]", "", str(v)))
+
 def _chrome(site):
     return {"theme": site.theme if site else {"layout": "centered", "list_style": "cards", "accent": "#444", "bg": "#fafafa",
             "fg": "#222", "font": "system-ui, sans-serif", "radius": 8}}
@@ -673,7 +675,7 @@ def _controls_by_page(site):
     for c in site.controls: out.setdefault(c.page, {})[c.control_id] = c
     return out
 
-# %% ../nbs/01_miniweb.ipynb #516422ba
+# %% ../nbs/01_miniweb.ipynb #2b875eb2
 def render(site, by_page, key, template, crumbs=(), status=200, **ctx):
     "A site page: its controls (those of the sitemap page `key`), breadcrumbs and the session's login state."
     ctl = by_page.get(key, {})
@@ -721,18 +723,14 @@ def view_login(site, by_page, p):
     if request.method == "POST":
         user = g.sess.db(site).execute("SELECT password FROM _users WHERE username = ?", (request.form.get("username", ""),)).fetchone()
         if user and check_password_hash(user[0], request.form.get("password", "")):
-            if "*" in g.sess.logged_out: g.sess.logged_out = set(load_sites_of_app()) - {site.name}
+            if "*" in g.sess.logged_out: g.sess.logged_out = set(current_app.extensions["webmix"]["sites"]) - {site.name}
             g.sess.logged_out.discard(site.name)
             return redirect(nxt)
         error = "Wrong username or password."
     return render(site, by_page, page_path(p), "login.html", crumbs=[("Sign in", None)], page=p, error=error, next=nxt,
                   status=200 if error is None else 401)
 
-def load_sites_of_app():
-    from flask import current_app
-    return current_app.extensions["webmix"]["sites"]
-
-# %% ../nbs/01_miniweb.ipynb #b1a2a1ee
+# %% ../nbs/01_miniweb.ipynb #526da1bb
 def view_list(site, by_page, p):
     cname, per = p["collection"], p.get("per_page", 10)
     where, params, order, state, notes = list_query(site, p, request.args)
@@ -743,6 +741,9 @@ def view_list(site, by_page, p):
     page = min(max(page, 1), npages)
     rows = [dict(r) for r in db.execute(f'SELECT * FROM "{cname}" WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?',
                                         [*params, per, (page - 1) * per])]
+    for fn, f in site.collections[cname]["fields"].items():          # a linked record shows by its title
+        if f["type"] == "ref":
+            for r in rows: r[fn] = _ref_title(site, f["to"], r[fn])
     qs = lambda **kw: "?" + urlencode({**{k: v for k, v in request.args.items(multi=True) if k not in kw}, **{k: v for k, v in kw.items() if v not in (None, "")}}, doseq=True)
     return render(site, by_page, page_path(p), "list.html", crumbs=[(p.get("title"), None)], page=p, rows=rows, total=total,
                   pageno=page, npages=npages, state=state, notes=notes, qs=qs, args=request.args,
@@ -760,7 +761,7 @@ def view_list_tail(site, by_page, p, tail):
     if row is None: abort(404, f"No {p.get('title', cname).lower()} entry {rid}.")
     if action == "edit" and p.get("edit"): return _login_first(site) or edit_form(site, by_page, p, row)
     if action == "delete" and p.get("delete") and request.method == "POST":
-        if not g.sess.logged_in(site): abort(403, "Sign in to delete entries.")
+        if not g.sess.logged_in(site): return _login_first(site)
         db_delete(g.sess, site, cname, rid)
         return redirect(site.url(base) + "?" + urlencode({"deleted": site.title_of(cname, row)}))
     if action == "comments" and p.get("comments") and request.method == "POST": return add_comment(site, by_page, p, row)
@@ -794,8 +795,9 @@ def edit_form(site, by_page, p, row):
     kind, key = ("create", f"{base}/new") if row is None else ("edit", f"{base}/1/edit")
     values, errors = dict(row or {}), {}
     if request.method == "POST":
-        clean, errors = clean_form(site, cname, fields, request.form)
+        clean, errors = clean_form(site, g.sess.db(site), cname, fields, request.form)
         if not errors:
+            if row is None: clean = {**defaults_for(site, cname, fields), **clean}
             rid = db_create(g.sess, site, cname, clean) if row is None else db_update(g.sess, site, cname, row["id"], clean)["id"]
             return redirect(site.url(f"{base}/{rid}") if p.get("detail") else site.url(base))
         values = {fn: request.form.get(fn, "") for fn in fields}
@@ -804,6 +806,17 @@ def edit_form(site, by_page, p, row):
     refs = {fn: [(r["id"], site.title_of(f["to"], r)) for r in site.rows[f["to"]]] for fn, f in site.collections[cname]["fields"].items() if f["type"] == "ref"}
     return render(site, by_page, key, "form.html", crumbs=crumbs, page=p, kind=kind, fields=fields, coll=site.collections[cname],
                   values=values, errors=errors, title=title, refs=refs, form_id=f"{p['id']}-{kind}", status=422 if errors else 200)
+
+def defaults_for(site, cname, asked):
+    "Values of a new record's fields that its form does not ask for: `default: today`, `user`, a pattern with {n}, or a literal."
+    out, db = {}, g.sess.db(site)
+    n = db.execute(f'SELECT COALESCE(MAX(id), 0) + 1 FROM "{cname}"').fetchone()[0]
+    for fn, f in site.collections[cname]["fields"].items():
+        d = f.get("default")
+        if fn in asked or d is None: continue
+        out[fn] = (date.today().isoformat() if d == "today" else USER[0] if d == "user"
+                   else re.sub(r"\{n(?::([^}]*))?\}", lambda m: format(n, m.group(1) or ""), d) if isinstance(d, str) else d)
+    return out
 
 def export_csv(site, p):
     cname = p["collection"]
@@ -816,7 +829,7 @@ def export_csv(site, p):
     return Response(buf.getvalue(), mimetype="text/csv",
                     headers={"Content-Disposition": f'attachment; filename="{site.name}-{cname}.csv"'})
 
-# %% ../nbs/01_miniweb.ipynb #922fd1ac
+# %% ../nbs/01_miniweb.ipynb #6d63c722
 def view_board(site, by_page, p):
     cname, grp, order = p["collection"], p["group"], p.get("order", "position")
     rows = [dict(r) for r in g.sess.db(site).execute(f'SELECT * FROM "{cname}" ORDER BY "{order}", id')]
@@ -886,7 +899,7 @@ def upload_download(site, p, rid):
 PAGE_VIEWS = {"list": view_list, "board": view_board, "signature": view_signature, "upload": view_upload,
               "login": view_login, "info": view_info}
 
-# %% ../nbs/01_miniweb.ipynb #296b44a1
+# %% ../nbs/01_miniweb.ipynb #43b7583d
 RECORD_TYPES = {"load", "click", "input", "select", "drag", "draw", "submit", "copy", "scroll", "key"}
 
 def _admin_session(store):
@@ -962,7 +975,7 @@ def site_summary(site):
     return {"name": site.name, "title": site.title, "split": split_of(site.name), "pages": len(site.page_list),
             "control_kinds": sorted({c.kind for c in site.controls}), "collections": sorted(site.collections)}
 
-# %% ../nbs/01_miniweb.ipynb #bebc172f
+# %% ../nbs/01_miniweb.ipynb #437247ff
 import atexit, os, signal, subprocess, sys
 
 def serve(port, sites_dir=SITES_DIR, threads=8, host="127.0.0.1"):
