@@ -13,15 +13,15 @@ __all__ = ['FIELD_TYPES', 'PAGE_KINDS', 'FILTER_WIDGETS', 'LAYOUTS', 'LIST_STYLE
            'export_csv', 'view_board', 'board_move', 'view_signature', 'view_upload', 'upload_download', 'site_summary',
            'serve', 'Servers']
 
-# %% ../nbs/01_miniweb.ipynb #bedafbaf
-import hashlib, io, json, math, random, re, secrets, sqlite3, threading, time, csv, ipaddress, socket
+# %% ../nbs/01_miniweb.ipynb #003ab78b
+import atexit, csv, hashlib, io, ipaddress, json, math, os, random, re, secrets, socket, sqlite3, subprocess, sys, threading, time
 from collections import OrderedDict
 from contextlib import closing
 from dataclasses import dataclass, field as dfield, asdict
 from datetime import date, timedelta
 from functools import cache
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 from urllib.request import urlopen
 
 import yaml
@@ -32,7 +32,7 @@ from werkzeug.security import generate_password_hash, check_password_hash
 
 from .config import SITES_DIR, TEMPLATES_DIR, STATIC_DIR, split_of
 
-# %% ../nbs/01_miniweb.ipynb #21dbe870
+# %% ../nbs/01_miniweb.ipynb #81c16953
 FIELD_TYPES = {"text", "longtext", "email", "int", "money", "date", "choice", "bool", "ref"}
 PAGE_KINDS = {"home", "list", "board", "signature", "upload", "login", "info"}
 FILTER_WIDGETS = {"dropdown", "checkbox", "radio", "slider", "date_range"}
@@ -49,7 +49,7 @@ def _known(src, where, d, allowed):
     extra = set(d) - set(allowed)
     if extra: _fail(src, where, f"unknown key(s) {sorted(extra)}; allowed: {sorted(allowed)}")
 
-# %% ../nbs/01_miniweb.ipynb #d161050b
+# %% ../nbs/01_miniweb.ipynb #25233627
 SITE_KEYS = {"name", "title", "doc", "theme", "collections", "pages", "menu", "login_required"}
 FIELD_KEYS = {"type", "label", "required", "options", "min", "max", "to", "gen", "unique", "hidden", "step", "default"}
 COLLECTION_KEYS = {"label", "title_field", "fields", "rows", "order"}
@@ -107,7 +107,7 @@ def validate_spec(spec: dict, src="<spec>") -> dict:
     if sum(p["kind"] == "home" for p in spec["pages"]) != 1: _fail(src, "pages", "exactly one home page")
     return spec
 
-# %% ../nbs/01_miniweb.ipynb #9893fc58
+# %% ../nbs/01_miniweb.ipynb #cb62d81d
 def _seed_of(name): return int(hashlib.sha256(name.encode()).hexdigest()[:12], 16)
 
 def _fill(pattern, gen, rng, n):
@@ -169,7 +169,7 @@ def seed_rows(site_name, cname, coll, ref_sizes):
         rows.append(row)
     return rows
 
-# %% ../nbs/01_miniweb.ipynb #10fb18b8
+# %% ../nbs/01_miniweb.ipynb #face798c
 @dataclass
 class Control:
     control_id: str
@@ -199,7 +199,7 @@ def sort_options(coll, fields):
         out += [{"text": f"{_label(fn, f)}: {up}", "value": f"{fn}_asc"}, {"text": f"{_label(fn, f)}: {down}", "value": f"{fn}_desc"}]
     return out
 
-# %% ../nbs/01_miniweb.ipynb #551747b4
+# %% ../nbs/01_miniweb.ipynb #1014604b
 COMMENTS = {"fields": {"target": {"type": "text"}, "record": {"type": "int"}, "author": {"type": "text"},
                        "body": {"type": "longtext", "required": True}, "created": {"type": "date"}}, "rows": 0}
 
@@ -276,7 +276,7 @@ def _ref_order(collections):
     for c in collections: visit(c)
     return order
 
-# %% ../nbs/01_miniweb.ipynb #cd812df3
+# %% ../nbs/01_miniweb.ipynb #fa0b3116
 def derive_pages(site):
     out = []
     for p in site.spec["pages"]:
@@ -406,7 +406,7 @@ def _default_order(site, p, rows):
     by_id = sorted(rows, key=lambda r: r["id"])                   # ties keep id order, as ORDER BY field, id does
     return sorted(by_id, key=lambda r: r[key.lstrip("-")], reverse=key.startswith("-"))
 
-# %% ../nbs/01_miniweb.ipynb #16377151
+# %% ../nbs/01_miniweb.ipynb #e3ac2bc5
 def load_site(path) -> Site:
     "Load and check one site spec; SpecError names the file and the field on any problem."
     path = Path(path)
@@ -432,7 +432,7 @@ def sitemap(name, sites_dir=SITES_DIR) -> dict:
     if name not in sites: raise KeyError(f"unknown site {name!r}; known: {sorted(sites)}")
     return sites[name].sitemap()
 
-# %% ../nbs/01_miniweb.ipynb #4caeffa5
+# %% ../nbs/01_miniweb.ipynb #9fdb51ce
 class Session:
     def __init__(self, sid, flags=None):
         self.id, self.flags = sid, dict(flags or {})
@@ -462,7 +462,7 @@ class SessionStore:
     def get(self, sid):
         with self.lock: return self.items.get(sid)
 
-# %% ../nbs/01_miniweb.ipynb #c15ea3e9
+# %% ../nbs/01_miniweb.ipynb #d8915af1
 def _row(db, cname, rid):
     r = db.execute(f'SELECT * FROM "{cname}" WHERE id = ?', (rid,)).fetchone()
     return dict(r) if r else None
@@ -498,7 +498,7 @@ def db_delete(sess, site, cname, rid):
     _change(sess, site, cname, "delete", rid, before, None)
     return before
 
-# %% ../nbs/01_miniweb.ipynb #1b769165
+# %% ../nbs/01_miniweb.ipynb #260ef224
 def _number_or_none(v):
     try: return float(v)
     except (TypeError, ValueError): return None
@@ -544,7 +544,7 @@ def list_query(site, p, args):
     elif s: notes.append("Ignored an unknown sort order.")
     return " AND ".join(where) or "1", params, order_sql, state, notes
 
-# %% ../nbs/01_miniweb.ipynb #c46c6846
+# %% ../nbs/01_miniweb.ipynb #f6f003d2
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]{2,}", re.I)
 
 def clean_form(site, db, cname, fields, form):
@@ -576,7 +576,7 @@ def clean_form(site, db, cname, fields, form):
         else: values[fn] = raw
     return values, errors
 
-# %% ../nbs/01_miniweb.ipynb #a806b4f3
+# %% ../nbs/01_miniweb.ipynb #d978d6fa
 COOKIE = "webmix_session"
 SECRET_FIELDS = {"password", "csrf_token", "password_confirm"}
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -625,6 +625,7 @@ def create_app(sites_dir=SITES_DIR, max_sessions=2000) -> Flask:
 
     @app.after_request
     def close_session(resp):
+        resp.headers["X-MiniWeb-PID"] = str(os.getpid())
         if getattr(g, "new_cookie", False): resp.set_cookie(COOKIE, g.sess.id, httponly=True, samesite="Lax")
         _log_request(resp)
         return resp
@@ -675,7 +676,7 @@ def _controls_by_page(site):
     for c in site.controls: out.setdefault(c.page, {})[c.control_id] = c
     return out
 
-# %% ../nbs/01_miniweb.ipynb #2b875eb2
+# %% ../nbs/01_miniweb.ipynb #8f615a51
 def render(site, by_page, key, template, crumbs=(), status=200, **ctx):
     "A site page: its controls (those of the sitemap page `key`), breadcrumbs and the session's login state."
     ctl = by_page.get(key, {})
@@ -687,8 +688,13 @@ def render(site, by_page, key, template, crumbs=(), status=200, **ctx):
     return html, status
 
 def _login_first(site):
+    "None when signed in, else a redirect to the login page that comes back here (to the form's page after a POST)."
     if g.sess.logged_in(site): return None
-    return redirect(site.url("/login") + "?" + urlencode({"next": request.full_path.rstrip("?")}))
+    back = request.full_path.rstrip("?")
+    if request.method == "POST":                 # a POST-only URL cannot be revisited: return to the page the form was on
+        ref = urlsplit(request.referrer or "")
+        back = ref.path + (f"?{ref.query}" if ref.query else "") if ref.path.startswith(site.url()) else site.url()
+    return redirect((site.login_url or site.url()) + "?" + urlencode({"next": back}))
 
 def dispatch(site, by_page, rest):
     if rest == "/": return view_home(site, by_page)
@@ -730,7 +736,7 @@ def view_login(site, by_page, p):
     return render(site, by_page, page_path(p), "login.html", crumbs=[("Sign in", None)], page=p, error=error, next=nxt,
                   status=200 if error is None else 401)
 
-# %% ../nbs/01_miniweb.ipynb #526da1bb
+# %% ../nbs/01_miniweb.ipynb #3365a40c
 def view_list(site, by_page, p):
     cname, per = p["collection"], p.get("per_page", 10)
     where, params, order, state, notes = list_query(site, p, request.args)
@@ -744,7 +750,8 @@ def view_list(site, by_page, p):
     for fn, f in site.collections[cname]["fields"].items():          # a linked record shows by its title
         if f["type"] == "ref":
             for r in rows: r[fn] = _ref_title(site, f["to"], r[fn])
-    qs = lambda **kw: "?" + urlencode({**{k: v for k, v in request.args.items(multi=True) if k not in kw}, **{k: v for k, v in kw.items() if v not in (None, "")}}, doseq=True)
+    qs = lambda **kw: "?" + urlencode([(k, v) for k, v in request.args.items(multi=True) if k not in kw]
+                                      + [(k, v) for k, v in kw.items() if v not in (None, "")])   # repeated keys (checkboxes) kept
     return render(site, by_page, page_path(p), "list.html", crumbs=[(p.get("title"), None)], page=p, rows=rows, total=total,
                   pageno=page, npages=npages, state=state, notes=notes, qs=qs, args=request.args,
                   columns=p.get("columns") or list(site.collections[cname]["fields"])[:4], coll=site.collections[cname],
@@ -829,7 +836,7 @@ def export_csv(site, p):
     return Response(buf.getvalue(), mimetype="text/csv",
                     headers={"Content-Disposition": f'attachment; filename="{site.name}-{cname}.csv"'})
 
-# %% ../nbs/01_miniweb.ipynb #6d63c722
+# %% ../nbs/01_miniweb.ipynb #652a677b
 def view_board(site, by_page, p):
     cname, grp, order = p["collection"], p["group"], p.get("order", "position")
     rows = [dict(r) for r in g.sess.db(site).execute(f'SELECT * FROM "{cname}" ORDER BY "{order}", id')]
@@ -899,7 +906,7 @@ def upload_download(site, p, rid):
 PAGE_VIEWS = {"list": view_list, "board": view_board, "signature": view_signature, "upload": view_upload,
               "login": view_login, "info": view_info}
 
-# %% ../nbs/01_miniweb.ipynb #43b7583d
+# %% ../nbs/01_miniweb.ipynb #2234d63f
 RECORD_TYPES = {"load", "click", "input", "select", "drag", "draw", "submit", "copy", "scroll", "key"}
 
 def _admin_session(store):
@@ -975,9 +982,7 @@ def site_summary(site):
     return {"name": site.name, "title": site.title, "split": split_of(site.name), "pages": len(site.page_list),
             "control_kinds": sorted({c.kind for c in site.controls}), "collections": sorted(site.collections)}
 
-# %% ../nbs/01_miniweb.ipynb #437247ff
-import atexit, os, signal, subprocess, sys
-
+# %% ../nbs/01_miniweb.ipynb #7dbfb6cd
 def serve(port, sites_dir=SITES_DIR, threads=8, host="127.0.0.1"):
     "Serve MiniWeb on one port in this process (blocks)."
     from waitress import serve as waitress_serve
@@ -1014,7 +1019,8 @@ class Servers:
             if proc.poll() is not None: raise RuntimeError(f"MiniWeb server {base} exited: {proc.stderr.read().decode()[-2000:]}")
             try:
                 with urlopen(base + "/_admin/sites", timeout=2) as r:
-                    if r.status == 200: return
+                    if r.status == 200 and r.headers.get("X-MiniWeb-PID") == str(proc.pid): return
+                    raise OSError(f"another process answers on {base}")
             except OSError: time.sleep(0.1)
         raise TimeoutError(f"MiniWeb server {base} did not answer within {self.timeout}s")
 

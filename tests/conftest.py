@@ -1,0 +1,35 @@
+"""Shared pytest fixtures: free loopback ports and a live MiniWeb server per test module."""
+import socket
+
+import pytest
+
+from webmix.miniweb import Servers
+
+
+def free_ports(n=1):
+    "n distinct ports the OS reports free on loopback right now (held open together so they differ)."
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks: s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks: s.close()
+
+
+@pytest.fixture(scope="module")
+def miniweb():
+    "One live MiniWeb server (every site spec shipped in the package) for the test module."
+    with Servers(ports=free_ports(1)) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def base(miniweb):
+    "The base URL of the module's MiniWeb server, e.g. http://127.0.0.1:40123."
+    return miniweb.bases[0]
+
+
+@pytest.fixture
+def free_port():
+    "One port free on loopback right now."
+    return free_ports(1)[0]

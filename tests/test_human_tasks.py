@@ -1,0 +1,213 @@
+"""Every human-style task on the test sites (data/annotations/<site>/<task>/), run in real Chromium.
+
+A task's script.json lists the steps a person would take (click, type, select, tick, drag, draw, upload on the
+elements the sitemap names by data-control-id) and the answer they would give. The correct run must pass
+checks.verify_task over the session's recorder stream merged with the server log; the `wrong` run (a skipped
+macro, another value, or a wrong answer) must fail it, on the macro (or the answer) it broke.
+Regenerate the tasks with scripts/make_human_tasks.py after a site-spec change."""
+import asyncio, json
+from pathlib import Path
+from urllib.request import urlopen
+
+import pytest
+from playwright.async_api import async_playwright
+
+from webmix.catalog import MACROS
+from webmix.checks import merge_server_log, verify_task
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TEST_SITES = set(json.loads((DATA / "site_split.json").read_text())["test"])
+TASKS = sorted(p.parent for p in (DATA / "annotations").glob("*/*/script.json")
+               if json.loads((p.parent / "task.json").read_text())["site"] in TEST_SITES)
+IDS = [f"{d.parent.name}/{d.name}" for d in TASKS]
+UPLOAD = b"%PDF-1.4\n% a small file a person picked from their disk\n"
+
+# what an action on an element leads to: a page load, a download, or nothing the runner must wait for
+OUTCOME_JS = """el => el.closest('a[download]') ? 'download'
+  : (el.closest('a[href]') || el.matches('[data-autosubmit]') || (el.form && el.type === 'submit')) ? 'load' : ''"""
+
+
+def load(d):
+    return [json.loads((d / f"{n}.json").read_text()) for n in ("task", "verifier", "script")]
+
+
+def admin(base, stream, sid):
+    with urlopen(f"{base}/_admin/{stream}?session={sid}", timeout=10) as r:
+        return json.load(r)["entries"]
+
+
+def locate(page, s):
+    "The element a step acts on: its control (and part, and option or record value), or a CSS selector."
+    if "selector" in s: return page.locator(s["selector"]).first
+    sel = f'[data-control-id="{s["control_id"]}"]' + (f'[data-part="{s["part"]}"]' if s.get("part") else ":not([data-part])")
+    if s["do"] in ("click", "check") and "value" in s: sel += f'[data-value="{s["value"]}"]'
+    return page.locator(sel).first
+
+
+ACTIONS = {"click": lambda el, s: el.click(),
+           "fill": lambda el, s: el.fill(s["value"]),
+           "select": lambda el, s: el.select_option(s["value"]),
+           "check": lambda el, s: el.set_checked(s.get("on", True)),
+           "upload": lambda el, s: el.set_input_files({"name": s["value"], "mimeType": "application/octet-stream", "buffer": UPLOAD})}
+
+
+async def drag(page, s):
+    "Drag a board card onto the bottom of another column with the mouse (the page script posts the move, then reloads)."
+    card = page.locator(f'[data-control-id="{s["control_id"]}"][data-part="card"][data-value="{s["value"]}"]')
+    col = page.locator(f'[data-control-id="{s["control_id"]}"][data-part="column"][data-value="{s["to"]}"]')
+    await card.scroll_into_view_if_needed()
+    a, b = await card.bounding_box(), await col.bounding_box()
+    await page.mouse.move(a["x"] + a["width"] / 2, a["y"] + a["height"] / 2)
+    await page.mouse.down()
+    await page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] - 8, steps=8)
+    async with page.expect_navigation():
+        await page.mouse.up()
+
+
+async def draw(page, s):
+    "A signature: one zig-zag stroke across the pad."
+    pad = page.locator(f'canvas[data-control-id="{s["control_id"]}"]')
+    await pad.scroll_into_view_if_needed()
+    b = await pad.bounding_box()
+    x, y, h = b["x"] + 30, b["y"] + b["height"] * 0.7, b["height"]
+    await page.mouse.move(x, y)
+    await page.mouse.down()
+    for i in range(1, 13): await page.mouse.move(x + 25 * i, y - h * 0.4 * (i % 2))
+    await page.mouse.up()
+
+
+async def run_step(page, base, s):
+    if s["do"] == "goto": return await page.goto(base + s["url"])
+    if s["do"] == "drag": return await drag(page, s)
+    if s["do"] == "draw": return await draw(page, s)
+    el = locate(page, s)
+    outcome = await el.evaluate(OUTCOME_JS)
+    if outcome == "load":
+        async with page.expect_navigation(): await ACTIONS[s["do"]](el, s)
+    elif outcome == "download":
+        async with page.expect_download(): await ACTIONS[s["do"]](el, s)
+    else: await ACTIONS[s["do"]](el, s)
+
+
+async def settled_record(base, sid, url):
+    "The recorder stream once the page script's last reports (sent as beacons) have arrived."
+    last = None
+    for _ in range(100):
+        rec = await asyncio.to_thread(admin, base, "record", sid)
+        if rec == last and any(e.get("type") == "load" and e.get("url") == url for e in rec): return rec
+        last = rec
+        await asyncio.sleep(0.05)
+    return last
+
+
+async def run_task(browser, base, task, steps):
+    "A fresh context and MiniWeb session (logged out when the task needs a login), the steps -> the trajectory."
+    ctx = await browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    try:
+        page = await ctx.new_page()
+        page.set_default_timeout(20_000)
+        resp = await page.goto(f"{base}/_admin/session-flags" + ("?logout=1" if task["needs_login"] else ""))
+        sid = (await resp.json())["session"]
+        await page.goto(base + ("/" if len(task["sites"]) > 1 else task["starting_url"]))
+        for i, s in enumerate(steps):
+            try: await run_step(page, base, s)
+            except Exception as e: raise AssertionError(f"step {i} {s} failed on {page.url}: {e}") from None
+        return merge_server_log(await settled_record(base, sid, page.url), await asyncio.to_thread(admin, base, "log", sid))
+    finally:
+        await ctx.close()
+
+
+@pytest.fixture(scope="module")
+def loop():
+    lp = asyncio.new_event_loop()
+    yield lp
+    lp.close()
+
+
+@pytest.fixture(scope="module")
+def browser(loop):
+    pw = loop.run_until_complete(async_playwright().start())
+    b = loop.run_until_complete(pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"]))
+    yield b
+    loop.run_until_complete(b.close())
+    loop.run_until_complete(pw.stop())
+
+
+@pytest.fixture(autouse=True)
+def no_judge(monkeypatch):
+    "Grading here is the regex, exact and precise tiers only."
+    for k in ("WEBMIX_JUDGE_MODEL", "WEBMIX_JUDGE_URL"): monkeypatch.delenv(k, raising=False)
+
+
+def wrong_steps(script):
+    "The wrong run's steps: one macro's steps left out, or one step given another value (a wrong answer keeps them)."
+    w = script["wrong"]
+    steps = [dict(s) for s in script["steps"] if not (w["kind"] == "skip" and s["macro"] == w["macro"])]
+    if w["kind"] == "value": steps[w["step"]][w["field"]] = w["value"]
+    return steps
+
+
+@pytest.fixture(scope="module")
+def runs(request, loop, browser, base):
+    "The browser runs the selected tests need, a few at a time: {(task dir, 'correct'|'wrong'): trajectory or the error}."
+    keys = set()
+    for item in request.session.items:
+        d = getattr(item, "callspec", None) and item.callspec.params.get("d")
+        if d is None or item.module.__name__ != __name__: continue
+        wrong = item.originalname == "test_wrong_run_fails" and load(d)[2]["wrong"]["kind"] != "answer"
+        keys.add((d, "wrong" if wrong else "correct"))
+
+    async def one(key, gate):
+        task, _, script = load(key[0])
+        async with gate:
+            try: return key, await run_task(browser, base, task, script["steps"] if key[1] == "correct" else wrong_steps(script))
+            except Exception as e: return key, e
+
+    async def every():
+        gate = asyncio.Semaphore(3)
+        return dict(await asyncio.gather(*(one(k, gate) for k in sorted(keys))))
+    return loop.run_until_complete(every())
+
+
+def trajectory(runs, d, kind):
+    got = runs[(d, kind)]
+    if isinstance(got, Exception): raise got
+    return got
+
+
+def test_tasks_cover_the_test_sites():
+    "At least 40 tasks over every test site; task.json and verifier.json agree, with the catalog and the login rule."
+    assert len(TASKS) >= 40
+    tasks = []
+    for d in TASKS:
+        task, verifier, _ = load(d)
+        assert task["task_id"] == d.name and set(task["sites"]) <= TEST_SITES and task["site"] == task["sites"][0]
+        assert 2 <= len(task["macros"]) <= 4 and all(m.split("#")[0] in MACROS for m in task["macros"]), task["macros"]
+        assert list(verifier["macros"]) == task["macros"] == list(task["macro_subtasks"])
+        assert task["needs_login"] == ("authenticate_by_form" in verifier["macros"])      # the seeds' login rule
+        start = task["starting_url"]
+        assert start == "/" if len(task["sites"]) > 1 else start.startswith(f"/sites/{task['site']}")
+        tasks.append((task, verifier))
+    assert {t["site"] for t, _ in tasks} == TEST_SITES
+    assert sum(len(t["sites"]) > 1 for t, _ in tasks) >= 4 and sum(t["needs_login"] for t, _ in tasks) >= 4
+    assert sum("answer" in v for _, v in tasks) >= 10
+
+
+@pytest.mark.parametrize("d", TASKS, ids=IDS)
+def test_correct_run_passes(runs, d):
+    task, verifier, script = load(d)
+    r = verify_task(verifier, trajectory(runs, d, "correct"), script["answer"], task["instruction"])
+    assert r["passed"], r["summary"]
+
+
+@pytest.mark.parametrize("d", TASKS, ids=IDS)
+def test_wrong_run_fails(runs, d):
+    task, verifier, script = load(d)
+    w = script["wrong"]
+    if w["kind"] == "answer":                 # the correct run's actions, then a wrong answer
+        r = verify_task(verifier, trajectory(runs, d, "correct"), w["answer"], task["instruction"])
+        assert not r["passed"] and not r["answer"]["passed"], r["summary"]
+        assert all(m["passed"] for m in r["by_macro"].values()), r["summary"]      # only the answer is wrong
+    else:
+        r = verify_task(verifier, trajectory(runs, d, "wrong"), script["answer"], task["instruction"])
+        assert not r["passed"] and not r["by_macro"][w["macro"]]["passed"], r["summary"]
