@@ -5,21 +5,22 @@ backend reads, the extra actions (macro_done, drag, draw, clipboard), scripted a
 
 # %% auto #0
 __all__ = ['OFFLINE_ENV', 'PROCESS_DIR', 'CHROMIUM', 'DEAD', 'VIEWPORT', 'SESSION_COOKIE', 'QUIET_ARGS', 'LOOPBACK_ARGS',
-           'NORMALIZED', 'ROUTER_NOTES', 'VISIBLE_TEXT', 'AGENT_KWARGS', 'chromium_args', 'Session', 'make_session',
-           'close_session', 'is_loopback', 'loopback_only', 'net_log_hosts', 'goto', 'evaluate', 'seen', 'session_id',
-           'admin_get', 'backend_state', 'session_flags', 'prepare', 'enable_clipboard', 'use_normalized_coordinates',
-           'viewport_size', 'to_pixels', 'to_normalized', 'stroke', 'DragAction', 'Point', 'DrawAction', 'PasteAction',
-           'make_tools', 'ScriptedChat', 'api_key', 'make_llm', 'instruction']
+           'NORMALIZED', 'ROUTER_NOTES', 'QUIET_PREFS', 'NOT_A_HOST', 'VISIBLE_TEXT', 'AGENT_KWARGS', 'chromium_args',
+           'HarnessSession', 'make_session', 'close_session', 'is_loopback', 'loopback_only', 'net_log_hosts', 'goto',
+           'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state', 'session_flags', 'prepare',
+           'enable_clipboard', 'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized',
+           'element_index', 'stroke', 'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools', 'ScriptedChat',
+           'api_key', 'make_llm', 'instruction']
 
-# %% ../nbs/04_harness.ipynb #0b4cd1f9
-import asyncio, atexit, inspect, ipaddress, json, os, re, shutil, sys, tempfile, threading, weakref
+# %% ../nbs/04_harness.ipynb #3557f75e
+import asyncio, atexit, inspect, ipaddress, json, os, shutil, sys, tempfile, threading, weakref
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 from urllib.request import ProxyHandler, build_opener
 from urllib.error import HTTPError
 
-# %% ../nbs/04_harness.ipynb #2a402278
+# %% ../nbs/04_harness.ipynb #020b69aa
 OFFLINE_ENV = {
     "ANONYMIZED_TELEMETRY": "false", "BROWSER_USE_VERSION_CHECK": "false", "BROWSER_USE_DISABLE_EXTENSIONS": "1",
     "BROWSER_USE_CLOUD_SYNC": "false", "BROWSER_USE_CALCULATE_COST": "false", "BROWSER_USE_CLOUD_HINTS": "false",
@@ -44,16 +45,15 @@ if "browser_use" in sys.modules:
     import warnings
     warnings.warn("browser_use was imported before webmix.harness: its import-time settings escaped the offline env")
 
-# %% ../nbs/04_harness.ipynb #ac96827c
+# %% ../nbs/04_harness.ipynb #a8d3939e
 import psutil
 from pydantic import BaseModel, Field, PrivateAttr
 from browser_use import Agent, BrowserSession, Tools
 from browser_use.agent.views import ActionResult
-from browser_use.llm.openai.chat import ChatOpenAI
 from browser_use.llm.views import ChatInvokeCompletion
-from .config import MAX_STEPS
+from .config import MAX_STEPS          # re-exported with Agent: runners use H.MAX_STEPS, H.Agent
 
-# %% ../nbs/04_harness.ipynb #ec86f1dc
+# %% ../nbs/04_harness.ipynb #648571a8
 CHROMIUM = "/usr/bin/chromium"
 DEAD = "http://127.0.0.1:9"
 VIEWPORT = {"width": 1280, "height": 900}
@@ -72,12 +72,12 @@ def chromium_args(online: bool = False, net_log=None) -> list:
     "Chromium flags: quiet always, loopback-only unless `online`, plus a net log file when asked."
     return QUIET_ARGS + ([] if online else LOOPBACK_ARGS) + ([f"--log-net-log={net_log}"] if net_log else [])
 
-# %% ../nbs/04_harness.ipynb #ec0c33aa
-NORMALIZED: dict = {}      # id(session) -> True when drag/draw coordinates are 0-1000 of the viewport
+# %% ../nbs/04_harness.ipynb #fe72a50b
+NORMALIZED: dict = {}      # id(session) -> False when its drag/draw coordinates are CSS pixels (default: 0-1000)
 ROUTER_NOTES: dict = {}    # id(session) -> a note for the agent's next step (see enable_clipboard)
-_LIVE = weakref.WeakSet()
+_LIVE: dict = {}          # id(session) -> weak reference, for the exit handler
 
-class Session(BrowserSession):
+class HarnessSession(BrowserSession):
     "A BrowserSession that removes its own folder (profile, downloads) when killed."
     _webmix_dir: Path | None = PrivateAttr(default=None)
 
@@ -87,15 +87,27 @@ class Session(BrowserSession):
 
 def _forget(bs):
     "Drop a session's folder and its per-session entries (ids are reused once the object is gone)."
-    NORMALIZED.pop(id(bs), None); ROUTER_NOTES.pop(id(bs), None); _LIVE.discard(bs)
+    for d in (NORMALIZED, ROUTER_NOTES, _LIVE): d.pop(id(bs), None)
     d = getattr(bs, "_webmix_dir", None)
     if d is not None: shutil.rmtree(d, ignore_errors=True)
 
-def make_session(headless=True, online=False, run_dir=None, net_log=None, **overrides) -> Session:
+# typing into a field fetches a spelling dictionary from a Google host unless spell checking is off, and a paste
+# does unless no dictionary is named at all; no command line flag does this
+QUIET_PREFS = {"browser": {"enable_spellchecking": False},
+               "spellcheck": {"dictionaries": [], "dictionary": "", "forced_dictionaries": [], "use_spelling_service": False}}
+
+def _write_prefs(user_data_dir: Path):
+    "A fresh profile's preferences: spell checking off, no dictionary (see QUIET_PREFS)."
+    prefs = Path(user_data_dir) / "Default" / "Preferences"
+    prefs.parent.mkdir(parents=True, exist_ok=True)
+    prefs.write_text(json.dumps(QUIET_PREFS))
+
+def make_session(headless=True, online=False, run_dir=None, net_log=None, **overrides) -> HarnessSession:
     "A browser-use session on offline Chromium (loopback only unless `online`); `overrides` go to BrowserSession."
     root = Path(run_dir or PROCESS_DIR / "sessions")
     root.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="browser-", dir=root))
+    _write_prefs(folder / "browser-use-user-data-dir")
     profile = dict(
         executable_path=CHROMIUM, headless=headless, chromium_sandbox=False,
         # the name keeps browser-use from copying the profile into yet another temp dir
@@ -103,10 +115,10 @@ def make_session(headless=True, online=False, run_dir=None, net_log=None, **over
         keep_alive=True, captcha_solver=False, highlight_elements=False, enable_default_extensions=False,
         window_size=VIEWPORT, viewport=VIEWPORT, minimum_wait_page_load_time=0.1,
         wait_for_network_idle_page_load_time=0.2, wait_between_actions=0.05,
-        args=chromium_args(online, net_log))
-    bs = Session(**{**profile, **overrides})
+        args=chromium_args(online, net_log and Path(net_log).resolve()))
+    bs = HarnessSession(**{**profile, **overrides})
     bs._webmix_dir = folder
-    _LIVE.add(bs)
+    _LIVE[id(bs)] = weakref.ref(bs)
     return bs
 
 async def close_session(bs) -> None:
@@ -123,15 +135,15 @@ def _browser_pid(bs):
 @atexit.register
 def _at_exit():
     "Kill browsers nobody killed, then remove this process's folder."
-    for bs in list(_LIVE):
-        pid = _browser_pid(bs)
+    for ref in list(_LIVE.values()):
+        pid = _browser_pid(ref())
         try:
             proc = psutil.Process(pid) if pid else None
             for p in ([proc] + proc.children(recursive=True)) if proc else []: p.kill()
         except psutil.Error: pass
     shutil.rmtree(PROCESS_DIR, ignore_errors=True)
 
-# %% ../nbs/04_harness.ipynb #8cc4959d
+# %% ../nbs/04_harness.ipynb #20da399a
 def is_loopback(host) -> bool:
     "True for localhost names and loopback addresses (IPv4, IPv6, IPv4-mapped IPv6)."
     if isinstance(host, bytes): host = host.decode(errors="replace")
@@ -147,7 +159,12 @@ _HOOKED = threading.Lock()
 _HOOK_ON = False
 
 def _audit(event, args):
-    if not _WATCHERS or not event.startswith("socket."): return
+    # an exception here would abort the socket call being audited: never raise
+    try:
+        if _WATCHERS and event.startswith("socket."): _record(event, args)
+    except Exception: pass
+
+def _record(event, args):
     host = port = None
     if event in ("socket.connect", "socket.sendto", "socket.sendmsg") and len(args) > 1:
         addr = args[1]
@@ -156,6 +173,7 @@ def _audit(event, args):
     elif event == "socket.getaddrinfo": host, port = args[0], args[1]
     elif event in ("socket.gethostbyname", "socket.gethostbyname_ex", "socket.gethostbyaddr"): host = args[0]
     else: return
+    if isinstance(host, bytes): host = host.decode(errors="replace")
     if not is_loopback(host):
         for w in list(_WATCHERS): w.append((event, str(host), port))
 
@@ -170,7 +188,7 @@ def loopback_only():
     try: yield seen
     finally: _WATCHERS.remove(seen)
 
-# %% ../nbs/04_harness.ipynb #f9d028bf
+# %% ../nbs/04_harness.ipynb #251aefc6
 def _read_net_log(path) -> dict:
     "A Chromium net log as JSON, closing it when Chromium was killed before it could."
     text = Path(path).read_text(errors="replace").rstrip()
@@ -181,34 +199,34 @@ def _read_net_log(path) -> dict:
     return json.loads(text[:cut + 1] + "]}")
 
 def _host_of(s) -> str | None:
-    "Host of a URL, 'host:port', '[v6]:port' or a bare host."
+    "Host of a network URL, 'host:port', '[v6]:port' or a bare host (None for data:, chrome:, ... URLs)."
     if isinstance(s, dict): s = s.get("host")
     if not isinstance(s, str) or not s: return None
-    if "://" in s: return urlsplit(s).hostname
+    if "://" in s:
+        u = urlsplit(s)
+        return u.hostname if u.scheme in ("http", "https", "ws", "wss", "ftp") else None
     if s.startswith("["): return s[1:s.index("]")] if "]" in s else s
     return s.rsplit(":", 1)[0] if s.count(":") == 1 else s
 
+NOT_A_HOST = {"~notfound"}        # what the host resolver rule maps every name to: resolved locally, to nothing
+
 def net_log_hosts(path) -> set:
-    "Hosts Chromium contacted per its net log: URL requests, name resolutions, TCP peers, UDP peers sent bytes."
+    "Hosts Chromium asked for or reached, per its net log: URLs, name resolutions, TCP peers, UDP peers sent bytes."
     log = _read_net_log(path)
     names = {v: k for k, v in log["constants"]["logEventTypes"].items()}
     hosts, udp_peer = set(), {}
     for e in log.get("events", []):
-        name, p, src = names.get(e.get("type"), ""), e.get("params") or {}, e.get("source", {}).get("id")
+        name, p, src = names.get(e.get("type"), ""), e.get("params") or {}, (e.get("source") or {}).get("id")
         if "url" in p: hosts.add(_host_of(p["url"]))
         if name.startswith("HOST_RESOLVER") and "host" in p: hosts.add(_host_of(p["host"]))
-        if name in ("TCP_CONNECT_ATTEMPT", "TCP_CONNECT", "SOCKET_CONNECT") and "address" in p and name != "SOCKET_CONNECT":
-            hosts.add(_host_of(p["address"]))
-        if name == "TCP_CONNECT":
-            hosts.update(_host_of(a) for a in p.get("address_list", []))
-            if "remote_address" in p: hosts.add(_host_of(p["remote_address"]))
+        if name in ("TCP_CONNECT_ATTEMPT", "TCP_CONNECT"):
+            hosts.update(_host_of(a) for a in [p.get("address"), p.get("remote_address"), *p.get("address_list", [])])
         if name == "UDP_CONNECT" and "address" in p: udp_peer[src] = _host_of(p["address"])
         if name in ("UDP_BYTES_SENT", "SOCKET_BYTES_SENT") and src in udp_peer: hosts.add(udp_peer[src])
         if name == "UDP_BYTES_SENT" and "address" in p: hosts.add(_host_of(p["address"]))
-    hosts.discard(None)
-    return hosts
+    return hosts - {None} - NOT_A_HOST
 
-# %% ../nbs/04_harness.ipynb #3a1c1c75
+# %% ../nbs/04_harness.ipynb #322f321e
 async def goto(bs, url: str) -> str:
     "Navigate the agent's tab to `url` and wait for the load."
     await bs.navigate_to(url)
@@ -258,7 +276,7 @@ async def seen(bs) -> str:
     "The text visible in the viewport now."
     return await evaluate(bs, VISIBLE_TEXT) or ""
 
-# %% ../nbs/04_harness.ipynb #29943d57
+# %% ../nbs/04_harness.ipynb #fd3ade12
 _NO_PROXY = build_opener(ProxyHandler({}))          # loopback reads never go through an environment proxy
 
 def _get_json(url: str, timeout=30):
@@ -286,7 +304,7 @@ async def backend_state(bs, base: str):
     log, changes, clip = await asyncio.gather(*(admin_get(bs, base, f"/_admin/{k}") for k in ("log", "changes", "clipboard")))
     return log.get("entries", []), changes.get("entries", []), [c.get("text", "") for c in clip.get("entries", [])]
 
-# %% ../nbs/04_harness.ipynb #bdb16b7c
+# %% ../nbs/04_harness.ipynb #c2626b6b
 def session_flags(task: dict) -> dict:
     "The /_admin/session-flags query of a task."
     control = task.get("control") or {}
@@ -300,23 +318,21 @@ async def prepare(bs, base: str, task: dict) -> str:
     await goto(bs, f"{base}/_admin/session-flags" + ("?" + urlencode(flags) if flags else ""))
     return await goto(bs, base + task["start"]["url"])
 
-# %% ../nbs/04_harness.ipynb #15ec40ad
+# %% ../nbs/04_harness.ipynb #d629b135
 async def enable_clipboard(bs, agent=None) -> None:
     "Clipboard read/write for all origins and a focused agent tab; hands a pending router note to `agent`."
     await bs.cdp_client.send.Browser.grantPermissions(params={"permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
     cdp = await bs.get_or_create_cdp_session()
     await cdp.cdp_client.send.Emulation.setFocusEmulationEnabled(params={"enabled": True}, session_id=cdp.session_id)
-    note = ROUTER_NOTES.pop(id(bs), None)
-    if agent is not None and note:
+    if agent is not None and (note := ROUTER_NOTES.pop(id(bs), None)):
         # a new list: the history item of the last step holds the old one
         agent.state.last_result = [*(agent.state.last_result or []),
                                    ActionResult(extracted_content=str(note), include_extracted_content_only_once=True)]
 
-# %% ../nbs/04_harness.ipynb #4fede3c3
+# %% ../nbs/04_harness.ipynb #b90a3906
 def use_normalized_coordinates(bs, on: bool = True) -> None:
-    "Make drag/draw coordinates of this session 0-1000 of the viewport (else CSS pixels)."
-    if on: NORMALIZED[id(bs)] = True
-    else: NORMALIZED.pop(id(bs), None)
+    "Drag/draw coordinates of this session: 0-1000 of the viewport (the default), or CSS pixels when `on` is False."
+    NORMALIZED[id(bs)] = bool(on)
 
 async def viewport_size(bs) -> tuple:
     "(width, height) of the agent's viewport in CSS pixels."
@@ -325,7 +341,7 @@ async def viewport_size(bs) -> tuple:
 
 async def to_pixels(bs, points) -> list:
     "Action coordinates -> CSS pixels, per the session's convention."
-    if not NORMALIZED.get(id(bs)): return [(float(x), float(y)) for x, y in points]
+    if not NORMALIZED.get(id(bs), True): return [(float(x), float(y)) for x, y in points]
     w, h = await viewport_size(bs)
     return [(x * w / 1000, y * h / 1000) for x, y in points]
 
@@ -334,25 +350,33 @@ async def to_normalized(bs, points) -> list:
     w, h = await viewport_size(bs)
     return [(round(x * 1000 / w), round(y * 1000 / h)) for x, y in points]
 
+async def element_index(bs, control_id: str, part=None):
+    "Index of the element with this data-control-id and data-part in the last state the agent saw, or None."
+    for i, node in (await bs.get_selector_map()).items():
+        a = node.attributes or {}
+        if a.get("data-control-id") == control_id and a.get("data-part") == part: return i
+    return None
+
 async def _mouse(cdp, kind, x, y, pressed):
     params = {"type": kind, "x": x, "y": y, "pointerType": "mouse", "buttons": 1 if pressed else 0,
               "button": "left" if kind != "mouseMoved" or pressed else "none"}
     if kind != "mouseMoved": params["clickCount"] = 1
     await cdp.cdp_client.send.Input.dispatchMouseEvent(params=params, session_id=cdp.session_id)
 
-async def stroke(bs, pixels, step_px: float = 12.0) -> None:
-    "Press at the first point, move through the others in steps of at most `step_px`, release at the last."
+async def stroke(bs, pixels, step_px: float = 30.0, max_moves: int = 12) -> None:
+    "Press at the first point, move to each next one in steps of about `step_px` (at most `max_moves`), release."
     cdp = await bs.get_or_create_cdp_session()
     (x, y) = pixels[0]
     await _mouse(cdp, "mouseMoved", x, y, False)
     await _mouse(cdp, "mousePressed", x, y, True)
     for (x0, y0), (x1, y1) in zip(pixels, pixels[1:]):
-        n = max(2, min(40, int(max(abs(x1 - x0), abs(y1 - y0)) / step_px) + 1))
+        # each move waits for a frame (~17 ms): enough moves for pages that track the pointer, no more
+        n = max(1, min(max_moves, round(max(abs(x1 - x0), abs(y1 - y0)) / step_px)))
         for i in range(1, n + 1):
             await _mouse(cdp, "mouseMoved", x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n, True)
     await _mouse(cdp, "mouseReleased", *pixels[-1], False)
 
-# %% ../nbs/04_harness.ipynb #54c2c73b
+# %% ../nbs/04_harness.ipynb #71801079
 class DragAction(BaseModel):
     x1: float = Field(description="start x (0-1000 of the viewport width)")
     y1: float = Field(description="start y (0-1000 of the viewport height)")
@@ -391,7 +415,7 @@ def make_tools() -> Tools:
                   "are 0-1000 of the visible page.", param_model=DrawAction)
     async def draw(params: DrawAction, browser_session: BrowserSession):
         px = await to_pixels(browser_session, [(p.x, p.y) for p in params.points])
-        await stroke(browser_session, px, step_px=6.0)
+        await stroke(browser_session, px, step_px=10.0, max_moves=6)
         msg = f"Drew a stroke through {len(px)} points"
         return ActionResult(extracted_content=msg, long_term_memory=msg, metadata={"points_px": px})
 
@@ -414,7 +438,7 @@ def make_tools() -> Tools:
                             long_term_memory=f"Pasted the clipboard into element {params.index}")
     return tools
 
-# %% ../nbs/04_harness.ipynb #6ff5b2ff
+# %% ../nbs/04_harness.ipynb #d655bcea
 class ScriptedChat:
     "A browser-use chat model whose replies come from `await respond(messages, response_format)` (a dict or JSON)."
     _verified_api_keys = True
@@ -440,12 +464,13 @@ def api_key() -> str:
     "The key for the OpenAI-compatible server: $VLLM_API_KEY, else $OPENAI_API_KEY, else 'EMPTY' (vLLM's default)."
     return os.environ.get("VLLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
 
-def make_llm(name: str, base_url: str, temperature: float = 0.0, max_tokens: int = 1024) -> ChatOpenAI:
+def make_llm(name: str, base_url: str, temperature: float = 0.0, max_tokens: int = 1024):
     "browser-use's ChatOpenAI for an OpenAI-compatible server; `name` is the served model (or LoRA adapter)."
+    from browser_use.llm.openai.chat import ChatOpenAI     # here: the openai SDK is a third of this module's import
     return ChatOpenAI(model=name, base_url=base_url, api_key=api_key(), temperature=temperature,
                       max_completion_tokens=max_tokens, frequency_penalty=None, reasoning_models=[], max_retries=2)
 
-# %% ../nbs/04_harness.ipynb #3cc99286
+# %% ../nbs/04_harness.ipynb #4d8a47ae
 AGENT_KWARGS = dict(use_vision=True, use_judge=False, message_compaction=False, enable_signal_handler=False,
                     enable_planning=False, loop_detection_enabled=False, calculate_cost=False)
 

@@ -55,7 +55,7 @@
     var out = document.querySelector('output[for="' + r.id + '"]');
     r.addEventListener("input", function () { if (out) out.textContent = r.value; });
   });
-  // board: pointer-driven drag (works with real and synthetic mouse events, unlike HTML5 drag-and-drop)
+  // board: pointer-driven drag, so any mouse press-move-release (a person, CDP, Playwright) moves a card
   document.querySelectorAll(".board").forEach(function (board) {
     var drag = null;
     board.addEventListener("pointerdown", function (e) {

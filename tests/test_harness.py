@@ -1,0 +1,172 @@
+"""End to end: a real browser-use Agent on offline Chromium against a live MiniWeb server (conftest's `base`).
+
+A scripted chat model drives every kind of action the harness offers across four sites (search, autosubmitting
+select, copy button, clipboard read, board drag, signature draw, file upload), then the backend's own records
+are checked, and the run is shown to have contacted nothing but loopback (Python audit hook + Chromium net log).
+A second test takes the served-model path: make_llm's ChatOpenAI against a scripted OpenAI-compatible server.
+"""
+import asyncio
+import json
+import threading
+from contextlib import contextmanager
+
+from flask import Flask, jsonify, request
+from werkzeug.serving import make_server
+
+from webmix import harness as H          # first: it sets browser-use's offline environment
+from browser_use import Agent
+
+
+def reply(name, params):
+    return {"evaluation_previous_goal": "", "memory": "", "next_goal": name, "action": [{name: params}]}
+
+
+async def centre(bs, js):
+    "Centre of the element `js` (an expression) in 0-1000 viewport coordinates."
+    x, y = await H.evaluate(bs, f"(() => {{ const r = ({js}).getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()")
+    return (await H.to_normalized(bs, [(x, y)]))[0]
+
+
+def miniweb_steps(bs, base, upload, seen):
+    "The scripted episode: (action, params or an async function giving them at the step); `seen` keeps what it read."
+    async def at(cid, part=None, **kw):
+        i = await H.element_index(bs, cid, part)
+        assert i is not None, (cid, part)
+        return {"index": i, **kw}
+
+    async def drag_card():                    # the first card onto the middle of another column
+        (x1, y1) = await centre(bs, "document.querySelector('.card.draggable')")
+        (x2, y2) = await centre(bs, "[...document.querySelectorAll('.column')].find(k => !k.contains(document.querySelector('.card.draggable'))).querySelector('h2')")
+        return {"x1": x1, "y1": y1, "x2": x2, "y2": y2 + 20}
+
+    async def signature():
+        (cx, cy) = await centre(bs, "document.querySelector('canvas.pad')")
+        return {"points": [{"x": cx - 60, "y": cy}, {"x": cx - 20, "y": cy - 30}, {"x": cx + 20, "y": cy + 30}, {"x": cx + 60, "y": cy}]}
+
+    async def search_word():                  # a word of the first listed title: the search keeps a result
+        title = await H.evaluate(bs, "document.querySelector('[data-control-id=products-detail]').textContent")
+        seen["q"] = title.split()[-1]
+        return await at("products-search", text=seen["q"])
+
+    return [("select_dropdown", lambda: at("products-filter-category", text="Books")),
+            ("input", search_word),
+            ("click", lambda: at("products-search", "submit")),
+            ("click", lambda: at("products-copy")),
+            ("read_clipboard", {}),
+            ("macro_done", {}),
+            ("navigate", {"url": base + "/sites/kanban/board"}),
+            ("drag", drag_card),
+            ("navigate", {"url": base + "/sites/calendar/house-rules"}),
+            ("input", lambda: at("rules-signer", text="Alex Doe")),
+            ("draw", signature),
+            ("click", lambda: at("rules-pad", "submit")),
+            ("navigate", {"url": base + "/sites/shop/receipts"}),
+            ("upload_file", lambda: at("receipts-upload", path=str(upload))),
+            ("click", lambda: at("receipts-upload", "submit")),
+            ("done", {"text": "all done", "success": True})]
+
+
+def test_scripted_agent_on_miniweb(base, tmp_path):
+    upload = tmp_path / "receipt-lamp.txt"
+    upload.write_text("one lamp, 40.00\n")
+    net, seen = tmp_path / "net.json", {}
+
+    async def run():
+        bs = H.make_session(run_dir=tmp_path / "run", net_log=net)
+        try:
+            await bs.start()
+            await H.enable_clipboard(bs)
+            task = {"start": {"url": "/sites/shop/products"}, "control": {"role": "target", "prep": {}}}
+            start = await H.prepare(bs, base, task)
+            steps = miniweb_steps(bs, base, upload, seen)
+            done = []
+
+            async def respond(messages, response_format):
+                name, params = steps[len(done)]
+                params = await params() if callable(params) else params      # a failure here retries the step
+                done.append(name)
+                return reply(name, params)
+
+            agent = Agent(task=H.instruction("Shop, plan, sign and file a receipt.", start), llm=H.ScriptedChat(respond),
+                          browser_session=bs, tools=H.make_tools(), max_failures=2, available_file_paths=[str(upload)],
+                          **H.AGENT_KWARGS)
+            H.use_normalized_coordinates(bs)
+            hist = await agent.run(max_steps=len(steps) + 2, on_step_start=lambda a: H.enable_clipboard(bs, a))
+            await asyncio.sleep(0.5)                                     # the last page's beacons
+            state = await H.backend_state(bs, base)
+            record = (await H.admin_get(bs, base, "/_admin/record"))["entries"]
+            return hist, state, record, bs._webmix_dir
+        finally:
+            await H.close_session(bs)
+
+    with H.loopback_only() as hits:
+        hist, (log, changes, clip), record, folder = asyncio.run(run())
+
+    assert hist.is_successful() and hist.final_result() == "all done", hist.errors()
+    assert not any(hist.errors()), hist.errors()
+    names = [next(iter(h.model_output.action[0].model_dump(exclude_unset=True))) for h in hist.history[1:]]
+    assert names[-1] == "done" and len(names) == 16, names
+    # autosubmitting select, then search: the list page was asked for with both parameters
+    assert any(e["path"] == "/sites/shop/products" and e["query"].get("q") == seen["q"] and e["query"].get("category") == "Books"
+               for e in log), [e["query"] for e in log if e["path"] == "/sites/shop/products"]
+    # copy button -> the page's clipboard stream, and the browser's clipboard holds the same text
+    assert len(clip) == 1 and clip[0].startswith("LM-")
+    assert f"Clipboard: {clip[0]}" in hist.history[5].result[0].extracted_content
+    assert hist.history[6].result[0].extracted_content == "macro done"
+    # drag: a kanban card changed column; draw: a signature saved; upload: the file's bytes arrived
+    assert any(c["collection"] == "tasks" and c["op"] == "update" and "stage" in c["changed"] for c in changes), changes
+    sig = next(c for c in changes if c["op"] == "create" and c["after"].get("signer") == "Alex Doe")
+    assert sig["after"]["strokes"] == 1 and sig["after"]["points"] >= 4
+    rec = next(c for c in changes if c["op"] == "create" and c["after"].get("filename") == "receipt-lamp.txt")
+    assert rec["after"]["size"] == upload.stat().st_size
+    assert {"drag", "draw", "copy"} <= {e["type"] for e in record}
+    # offline: nothing but loopback from Python or Chromium, and the profile is gone with the session
+    assert not hits, hits
+    assert H.net_log_hosts(net) == {"127.0.0.1"}, H.net_log_hosts(net)
+    assert not folder.exists() and folder.parent == tmp_path / "run"
+
+
+@contextmanager
+def served(app):
+    srv = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_port}"
+    finally:
+        srv.shutdown()
+
+
+def test_agent_through_openai_compatible_server(base):
+    "make_llm's ChatOpenAI as a vLLM adapter would be called: the schema it sends, the reply it parses."
+    app, bodies = Flask("scripted-openai"), []
+
+    @app.post("/v1/chat/completions")
+    def chat():
+        body = request.get_json()
+        bodies.append(body)
+        content = json.dumps(reply("done", {"text": "nothing to do", "success": True}))
+        return jsonify(id="c", object="chat.completion", created=0, model=body["model"],
+                       choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+                       usage={"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120})
+
+    async def run(url):
+        bs = H.make_session()
+        try:
+            await bs.start()
+            start = await H.prepare(bs, base, {"start": {"url": "/sites/shop"}, "control": {"role": "target", "prep": {}}})
+            agent = Agent(task=H.instruction("Say hello.", start), llm=H.make_llm("pooled", url + "/v1", max_tokens=512),
+                          browser_session=bs, tools=H.make_tools(), max_failures=2, **H.AGENT_KWARGS)
+            return await agent.run(max_steps=3)
+        finally:
+            await H.close_session(bs)
+
+    with served(app) as url, H.loopback_only() as hits:
+        hist = asyncio.run(run(url))
+    assert hist.is_successful() and hist.final_result() == "nothing to do" and not hits
+    assert len(bodies) == 1                                      # no judge call, no compaction call
+    body = bodies[0]
+    assert body["model"] == "pooled" and body["temperature"] == 0.0 and body["max_completion_tokens"] == 512
+    schema = json.dumps(body["response_format"]["json_schema"]["schema"])
+    assert all(f'"{a}"' in schema for a in ("drag", "draw", "macro_done", "read_clipboard", "paste", "select_dropdown"))
+    images = [p for m in body["messages"] if isinstance(m["content"], list) for p in m["content"] if p.get("type") == "image_url"]
+    assert images, "use_vision: the screenshot goes to the model"
