@@ -10,9 +10,9 @@ __all__ = ['OFFLINE_ENV', 'PROCESS_DIR', 'CHROMIUM', 'DEAD', 'VIEWPORT', 'SESSIO
            'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state', 'session_flags', 'prepare',
            'enable_clipboard', 'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized',
            'element_index', 'stroke', 'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools', 'ScriptedChat',
-           'api_key', 'make_llm', 'instruction']
+           'make_llm', 'instruction']
 
-# %% ../nbs/04_harness.ipynb #3557f75e
+# %% ../nbs/04_harness.ipynb #baaaf972
 import asyncio, atexit, inspect, ipaddress, json, os, shutil, sys, tempfile, threading, weakref
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +20,7 @@ from urllib.parse import urlencode, urlsplit
 from urllib.request import ProxyHandler, build_opener
 from urllib.error import HTTPError
 
-# %% ../nbs/04_harness.ipynb #020b69aa
+# %% ../nbs/04_harness.ipynb #bcb43ede
 OFFLINE_ENV = {
     "ANONYMIZED_TELEMETRY": "false", "BROWSER_USE_VERSION_CHECK": "false", "BROWSER_USE_DISABLE_EXTENSIONS": "1",
     "BROWSER_USE_CLOUD_SYNC": "false", "BROWSER_USE_CALCULATE_COST": "false", "BROWSER_USE_CLOUD_HINTS": "false",
@@ -45,15 +45,16 @@ if "browser_use" in sys.modules:
     import warnings
     warnings.warn("browser_use was imported before webmix.harness: its import-time settings escaped the offline env")
 
-# %% ../nbs/04_harness.ipynb #a8d3939e
+# %% ../nbs/04_harness.ipynb #cad22bbe
 import psutil
 from pydantic import BaseModel, Field, PrivateAttr
 from browser_use import Agent, BrowserSession, Tools
 from browser_use.agent.views import ActionResult
 from browser_use.llm.views import ChatInvokeCompletion
 from .config import MAX_STEPS          # re-exported with Agent: runners use H.MAX_STEPS, H.Agent
+from .llm import openai_key            # the one place API keys are read from the environment
 
-# %% ../nbs/04_harness.ipynb #648571a8
+# %% ../nbs/04_harness.ipynb #58325053
 CHROMIUM = "/usr/bin/chromium"
 DEAD = "http://127.0.0.1:9"
 VIEWPORT = {"width": 1280, "height": 900}
@@ -72,7 +73,7 @@ def chromium_args(online: bool = False, net_log=None) -> list:
     "Chromium flags: quiet always, loopback-only unless `online`, plus a net log file when asked."
     return QUIET_ARGS + ([] if online else LOOPBACK_ARGS) + ([f"--log-net-log={net_log}"] if net_log else [])
 
-# %% ../nbs/04_harness.ipynb #fe72a50b
+# %% ../nbs/04_harness.ipynb #19490d3a
 NORMALIZED: dict = {}      # id(session) -> False when its drag/draw coordinates are CSS pixels (default: 0-1000)
 ROUTER_NOTES: dict = {}    # id(session) -> a note for the agent's next step (see enable_clipboard)
 _LIVE: dict = {}          # id(session) -> weak reference, for the exit handler
@@ -94,10 +95,11 @@ def _forget(bs):
 # typing into a field fetches a spelling dictionary from a Google host unless spell checking is off, and a paste
 # does unless no dictionary is named at all; no command line flag does this
 QUIET_PREFS = {"browser": {"enable_spellchecking": False},
-               "spellcheck": {"dictionaries": [], "dictionary": "", "forced_dictionaries": [], "use_spelling_service": False}}
+               "spellcheck": {"dictionaries": [], "dictionary": "", "forced_dictionaries": [], "use_spelling_service": False},
+               "profile": {"password_manager_leak_detection": False}}    # else a sent login form is checked against Google
 
 def _write_prefs(user_data_dir: Path):
-    "A fresh profile's preferences: spell checking off, no dictionary (see QUIET_PREFS)."
+    "A fresh profile's preferences: spell checking off, no dictionary, no password-leak check (see QUIET_PREFS)."
     prefs = Path(user_data_dir) / "Default" / "Preferences"
     prefs.parent.mkdir(parents=True, exist_ok=True)
     prefs.write_text(json.dumps(QUIET_PREFS))
@@ -143,7 +145,7 @@ def _at_exit():
         except psutil.Error: pass
     shutil.rmtree(PROCESS_DIR, ignore_errors=True)
 
-# %% ../nbs/04_harness.ipynb #20da399a
+# %% ../nbs/04_harness.ipynb #633b93d7
 def is_loopback(host) -> bool:
     "True for localhost names and loopback addresses (IPv4, IPv6, IPv4-mapped IPv6)."
     if isinstance(host, bytes): host = host.decode(errors="replace")
@@ -188,7 +190,7 @@ def loopback_only():
     try: yield seen
     finally: _WATCHERS.remove(seen)
 
-# %% ../nbs/04_harness.ipynb #251aefc6
+# %% ../nbs/04_harness.ipynb #09d34d88
 def _read_net_log(path) -> dict:
     "A Chromium net log as JSON, closing it when Chromium was killed before it could."
     text = Path(path).read_text(errors="replace").rstrip()
@@ -226,7 +228,7 @@ def net_log_hosts(path) -> set:
         if name == "UDP_BYTES_SENT" and "address" in p: hosts.add(_host_of(p["address"]))
     return hosts - {None} - NOT_A_HOST
 
-# %% ../nbs/04_harness.ipynb #322f321e
+# %% ../nbs/04_harness.ipynb #b1568bd3
 async def goto(bs, url: str) -> str:
     "Navigate the agent's tab to `url` and wait for the load."
     await bs.navigate_to(url)
@@ -276,7 +278,7 @@ async def seen(bs) -> str:
     "The text visible in the viewport now."
     return await evaluate(bs, VISIBLE_TEXT) or ""
 
-# %% ../nbs/04_harness.ipynb #fd3ade12
+# %% ../nbs/04_harness.ipynb #348f3eb7
 _NO_PROXY = build_opener(ProxyHandler({}))          # loopback reads never go through an environment proxy
 
 def _get_json(url: str, timeout=30):
@@ -304,7 +306,7 @@ async def backend_state(bs, base: str):
     log, changes, clip = await asyncio.gather(*(admin_get(bs, base, f"/_admin/{k}") for k in ("log", "changes", "clipboard")))
     return log.get("entries", []), changes.get("entries", []), [c.get("text", "") for c in clip.get("entries", [])]
 
-# %% ../nbs/04_harness.ipynb #c2626b6b
+# %% ../nbs/04_harness.ipynb #f9abe347
 def session_flags(task: dict) -> dict:
     "The /_admin/session-flags query of a task."
     control = task.get("control") or {}
@@ -318,7 +320,7 @@ async def prepare(bs, base: str, task: dict) -> str:
     await goto(bs, f"{base}/_admin/session-flags" + ("?" + urlencode(flags) if flags else ""))
     return await goto(bs, base + task["start"]["url"])
 
-# %% ../nbs/04_harness.ipynb #d629b135
+# %% ../nbs/04_harness.ipynb #5d9c50ff
 async def enable_clipboard(bs, agent=None) -> None:
     "Clipboard read/write for all origins and a focused agent tab; hands a pending router note to `agent`."
     await bs.cdp_client.send.Browser.grantPermissions(params={"permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
@@ -329,7 +331,7 @@ async def enable_clipboard(bs, agent=None) -> None:
         agent.state.last_result = [*(agent.state.last_result or []),
                                    ActionResult(extracted_content=str(note), include_extracted_content_only_once=True)]
 
-# %% ../nbs/04_harness.ipynb #b90a3906
+# %% ../nbs/04_harness.ipynb #bef9340e
 def use_normalized_coordinates(bs, on: bool = True) -> None:
     "Drag/draw coordinates of this session: 0-1000 of the viewport (the default), or CSS pixels when `on` is False."
     NORMALIZED[id(bs)] = bool(on)
@@ -376,7 +378,7 @@ async def stroke(bs, pixels, step_px: float = 30.0, max_moves: int = 12) -> None
             await _mouse(cdp, "mouseMoved", x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n, True)
     await _mouse(cdp, "mouseReleased", *pixels[-1], False)
 
-# %% ../nbs/04_harness.ipynb #71801079
+# %% ../nbs/04_harness.ipynb #80f4609c
 class DragAction(BaseModel):
     x1: float = Field(description="start x (0-1000 of the viewport width)")
     y1: float = Field(description="start y (0-1000 of the viewport height)")
@@ -438,7 +440,7 @@ def make_tools() -> Tools:
                             long_term_memory=f"Pasted the clipboard into element {params.index}")
     return tools
 
-# %% ../nbs/04_harness.ipynb #d655bcea
+# %% ../nbs/04_harness.ipynb #6df266d3
 class ScriptedChat:
     "A browser-use chat model whose replies come from `await respond(messages, response_format)` (a dict or JSON)."
     _verified_api_keys = True
@@ -460,17 +462,13 @@ class ScriptedChat:
         if isinstance(reply, (str, bytes)): return ChatInvokeCompletion(completion=output_format.model_validate_json(reply), usage=None)
         return ChatInvokeCompletion(completion=output_format.model_validate(reply), usage=None)
 
-def api_key() -> str:
-    "The key for the OpenAI-compatible server: $VLLM_API_KEY, else $OPENAI_API_KEY, else 'EMPTY' (vLLM's default)."
-    return os.environ.get("VLLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-
 def make_llm(name: str, base_url: str, temperature: float = 0.0, max_tokens: int = 1024):
     "browser-use's ChatOpenAI for an OpenAI-compatible server; `name` is the served model (or LoRA adapter)."
     from browser_use.llm.openai.chat import ChatOpenAI     # here: the openai SDK is a third of this module's import
-    return ChatOpenAI(model=name, base_url=base_url, api_key=api_key(), temperature=temperature,
+    return ChatOpenAI(model=name, base_url=base_url, api_key=openai_key(), temperature=temperature,
                       max_completion_tokens=max_tokens, frequency_penalty=None, reasoning_models=[], max_retries=2)
 
-# %% ../nbs/04_harness.ipynb #4d8a47ae
+# %% ../nbs/04_harness.ipynb #948ec6d9
 AGENT_KWARGS = dict(use_vision=True, use_judge=False, message_compaction=False, enable_signal_handler=False,
                     enable_planning=False, loop_detection_enabled=False, calculate_cost=False)
 
