@@ -7,14 +7,14 @@ __all__ = ['CONTROL_IDS_JS', 'ROWS_HOWTO', 'COMMANDS', 'ports_arg', 'list_arg', 
            'add_sites', 'walk_sitemaps', 'print_walk', 'pool_summary', 'build_pool', 'run_main', 'add_main', 'parser',
            'main']
 
-# %% ../nbs/90_cli.ipynb #2a1c3142
+# %% ../nbs/90_cli.ipynb #f8bd361f
 import argparse, asyncio, json, sys
 from .config import DEFAULT_PORTS
 from .miniweb import Servers, load_sites, site_summary, sitemap, serve
 from .datagen import add_datagen_cli
 from .plan_data import add_plan_data_cli
 
-# %% ../nbs/90_cli.ipynb #1e72cdac
+# %% ../nbs/90_cli.ipynb #8ee626ab
 def ports_arg(s):
     try: ports = [int(p) for p in s.split(",") if p.strip()]
     except ValueError: raise argparse.ArgumentTypeError(f"ports must be comma-separated numbers, not {s!r}") from None
@@ -23,7 +23,7 @@ def ports_arg(s):
 
 def list_arg(s): return [x.strip() for x in s.split(",") if x.strip()]
 
-# %% ../nbs/90_cli.ipynb #4f10e554
+# %% ../nbs/90_cli.ipynb #302ad9d2
 def sites_list(args):
     rows = [site_summary(s) for s in load_sites().values()]
     if args.json: print(json.dumps(rows, indent=1)); return
@@ -50,7 +50,7 @@ def add_sites(sub):
     q = s.add_parser("serve", help="serve every site on loopback"); q.add_argument("--ports", type=ports_arg, default=list(DEFAULT_PORTS)); q.set_defaults(func=sites_serve)
     q = s.add_parser("sitemap", help="a site's sitemap as JSON"); q.add_argument("site"); q.set_defaults(func=sites_sitemap)
 
-# %% ../nbs/90_cli.ipynb #0dacea19
+# %% ../nbs/90_cli.ipynb #10fd3cd0
 CONTROL_IDS_JS = "JSON.stringify([...new Set([...document.querySelectorAll('[data-control-id]')].map(e => e.dataset.controlId))])"
 
 async def walk_sitemaps(base, headless=True):
@@ -93,16 +93,17 @@ def pool_summary(run):
     return "\n".join(lines)
 
 def build_pool(data, args):
-    "A small pool of kept trajectories on the training sites (skipped when the pool file exists)."
+    "A small pool of kept trajectories on a few training sites (skipped when the pool file exists)."
     from webmix.config import site_split
     from webmix.datagen import run_datagen, write_pool
     run, pool = data / "runs" / "main", data / "pools" / "main.txt"
     if pool.exists():
         print(f"pool: {pool} exists ({len(pool.read_text().split())} trajectories); delete it to build it again", flush=True)
     else:
-        print(f"pool: generating up to {args.pool_tasks} single-macro tasks on the training sites into {run} ...", flush=True)
-        run_datagen(run, sites=site_split()["train"], per_control=1, seed=args.seed, workers=args.workers,
-                    ports=args.ports, limit=args.pool_tasks)
+        sites = [s for s in args.pool_sites if s in site_split()["train"]]
+        if not sites: raise SystemExit(f"--pool-sites: none of {args.pool_sites} is a training site ({site_split()['train']})")
+        print(f"pool: one task per control and macro on {', '.join(sites)} into {run} ...", flush=True)
+        run_datagen(run, sites=sites, per_control=1, seed=args.seed, workers=args.workers, ports=args.ports, limit=args.pool_tasks)
         ids = write_pool(run, pool, split="train")
         print(f"pool: {len(ids)} kept trajectories -> {pool}", flush=True)
     print("\n" + pool_summary(run) + "\n", flush=True)
@@ -137,14 +138,15 @@ def add_main(sub):
     p = sub.add_parser("main", help="the main job on the embedded default (no model server, no network)")
     p.add_argument("--ports", type=ports_arg, default=list(DEFAULT_PORTS))
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--pool-tasks", type=int, default=160, help="datagen tasks for the pool when it is missing")
+    p.add_argument("--pool-sites", type=list_arg, default=["shop", "kanban"], help="training sites the pool is built on")
+    p.add_argument("--pool-tasks", type=int, default=0, help="at most this many datagen tasks for the pool (0: all of those sites')")
     p.add_argument("--chains", type=int, default=20, help="planner chains to build")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--walk-only", action="store_true", help="only walk the sitemaps (issue 2's main job)")
     p.add_argument("--headful", action="store_true")
     p.set_defaults(func=run_main)
 
-# %% ../nbs/90_cli.ipynb #84194859
+# %% ../nbs/90_cli.ipynb #c3c1b438
 COMMANDS = [add_sites, add_main, add_datagen_cli, add_plan_data_cli]
 
 def parser():
