@@ -15,16 +15,10 @@ from html.parser import HTMLParser
 
 import aiohttp
 
-from webmix.miniweb import Servers
+from webmix.miniweb import Servers, free_ports
 
 TARGET_P99_MS = 250.0
 DEADLINE = 300                                  # seconds a phase may take before the run reports what hangs
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cpu_seconds(pid):
@@ -195,7 +189,7 @@ class External:
 
 
 async def run(args):
-    port = args.port or free_port()
+    port = args.port or free_ports()[0]
     server = External(args.base, args.pid) if args.base else Servers(ports=[port], threads=args.threads)
     with server as srv:
         base = srv.bases[0]

@@ -1,19 +1,7 @@
 """Shared pytest fixtures: free loopback ports and a live MiniWeb server per test module."""
-import socket
-
 import pytest
 
-from webmix.miniweb import Servers
-
-
-def free_ports(n=1):
-    "n distinct ports the OS reports free on loopback right now (held open together so they differ)."
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks: s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks: s.close()
+from webmix.miniweb import Servers, free_ports
 
 
 @pytest.fixture(scope="module")

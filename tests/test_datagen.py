@@ -1,6 +1,6 @@
 """webmix.datagen end to end: tasks from the sitemaps, a real datagen run in Chromium that contacts nothing but
 loopback, its kept trajectories, resume and pools."""
-import json, random, socket
+import json, random
 from collections import Counter
 from pathlib import Path
 
@@ -9,13 +9,7 @@ import pytest
 from webmix import harness as H          # before anything imports browser_use
 from webmix import datagen as D
 from webmix.catalog import FAMILY_OF, QA_MACROS
-from webmix.miniweb import load_sites
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from webmix.miniweb import free_ports, load_sites
 
 
 def one_per_macro(tasks, seed=1):
@@ -43,7 +37,7 @@ def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("datagen")
     tasks = one_per_macro(D.all_tasks())
     with H.loopback_only() as outside:
-        summary = D.run_datagen(tmp / "run", tasks=tasks, ports=(free_port(),), net_log_dir=tmp / "netlogs",
+        summary = D.run_datagen(tmp / "run", tasks=tasks, ports=tuple(free_ports()), net_log_dir=tmp / "netlogs",
                                 progress=False)
     return {"dir": tmp / "run", "tasks": tasks, "summary": summary, "outside": list(outside), "netlogs": tmp / "netlogs"}
 
@@ -86,7 +80,7 @@ def test_kept_trajectories(run):
 
 def test_resume_skips_done_attempts_and_pool(run, tmp_path):
     n = len(D.read_results(run["dir"]))
-    D.run_datagen(run["dir"], tasks=run["tasks"], ports=(free_port(),), progress=False)
+    D.run_datagen(run["dir"], tasks=run["tasks"], ports=tuple(free_ports()), progress=False)
     assert len(D.read_results(run["dir"])) == n
     ids = D.write_pool([run["dir"]], tmp_path / "pool.txt", split="all")
     assert ids == (tmp_path / "pool.txt").read_text().split() and set(ids) == set(D.kept_ids(run["dir"]))

@@ -10,7 +10,7 @@ __all__ = ['FAMILY_HINTS', 'DEFAULT_VERSION', 'VERSIONS', 'Family', 'DELEGATE_DO
            'SessionAgent', 'Team', 'Delegate', 'planner_tools', 'planner_agent', 'SpecialistHistories',
            'run_planner_agent', 'index_of']
 
-# %% ../nbs/07_agent.ipynb #7a0de294
+# %% ../nbs/07_agent.ipynb #2c9f5241
 import json, time
 from functools import cache
 from pathlib import Path
@@ -25,7 +25,7 @@ from browser_use.agent.views import ActionResult
 from .catalog import FAMILIES
 from .config import MAX_STEPS
 
-# %% ../nbs/07_agent.ipynb #ea539812
+# %% ../nbs/07_agent.ipynb #f19663eb
 FAMILY_HINTS = {
     "Drag & gesture": "drag a card or list item to a new place, move a range slider, draw a signature",
     "Out-of-page I/O": "copy a value to the clipboard, upload a file, download a file",
@@ -44,7 +44,7 @@ VERSIONS = {
            "v7": True},
 }
 
-# %% ../nbs/07_agent.ipynb #9fdfbfb1
+# %% ../nbs/07_agent.ipynb #8dd0cd40
 _ROLE = """You are the PLANNER of a team of web specialists. You never click, type or navigate yourself: your only actions are `delegate` and `done`.
 - Split the user's request into steps; each step is one skill of one specialist family.
 - Delegate ONE step at a time with delegate(family, instruction). The instruction is one short, complete sentence for that step alone, with the exact names and values from the request (the specialist does not see the request).
@@ -66,7 +66,7 @@ def planner_prompt(version: str = DEFAULT_VERSION) -> str:
     v = VERSIONS[version]
     return "\n".join([_ROLE] + [text for opt, text in _OPTIONS.items() if v.get(opt)])
 
-# %% ../nbs/07_agent.ipynb #1bf1195f
+# %% ../nbs/07_agent.ipynb #512ce385
 def _short(text, n=80) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[:n - 3].rstrip() + "..."
@@ -142,7 +142,7 @@ def report(family: str, ended: str, actions: list, message, url: str, title: str
         + ([f"URL query: {q}"] if q else [])
         + [f"Specialist steps left: {left} of {budget}."])
 
-# %% ../nbs/07_agent.ipynb #630d8822
+# %% ../nbs/07_agent.ipynb #ad780250
 async def page_now(bs) -> tuple:
     "(url, title) of the agent's current page; the title is the document's (the CDP target's lags a navigation)."
     try: url = await bs.get_current_page_url()
@@ -208,7 +208,7 @@ class Team:
                            "seconds": round(time.perf_counter() - t0, 3), **({"error": error} if error else {})})
         return rep
 
-# %% ../nbs/07_agent.ipynb #26b04218
+# %% ../nbs/07_agent.ipynb #fa8ca07e
 Family = Literal[FAMILIES]
 
 class Delegate(BaseModel):
@@ -243,7 +243,7 @@ def planner_agent(session, task: str, start: str, llm, team, version: str = DEFA
                         max_failures=3, max_actions_per_step=1, directly_open_url=False,
                         step_timeout=TURN_TIMEOUT * (team.sub_cap + 1), **H.AGENT_KWARGS)
 
-# %% ../nbs/07_agent.ipynb #080a5950
+# %% ../nbs/07_agent.ipynb #145a75b2
 class SpecialistHistories:
     "An AgentHistoryList-like view of one episode's specialist runs; final_result() is the episode's answer."
     def __init__(self, hists, answer):
@@ -274,7 +274,7 @@ async def run_planner_agent(session, task, start, pick_model, base_url, planner_
         (h.final_result() for h in reversed(team.hists) if h.is_done()), None)
     return SpecialistHistories(team.hists, answer), team.trace, ph
 
-# %% ../nbs/07_agent.ipynb #ef2dadd5
+# %% ../nbs/07_agent.ipynb #204e0681
 def index_of(bs, control_id: str, tag: str | None = None) -> int:
     "The browser-use index of the element carrying `data-control-id=control_id` in the session's last DOM state."
     for i, node in bs._cached_browser_state_summary.dom_state.selector_map.items():

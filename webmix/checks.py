@@ -11,12 +11,12 @@ __all__ = ['ISO_DATE', 'ACTION_ALIASES', 'TARGET_KEYS', 'NUMBER', 'ANSWER_MATCHE
            'relax_recorded_dates', 'rebase', 'merge_server_log', 'check_condition', 'verify_macro', 'precise_match',
            'judge_answer', 'grade_answer', 'verify_task']
 
-# %% ../nbs/03_checks.ipynb #044759ca
+# %% ../nbs/03_checks.ipynb #b7912b3b
 import os, re
 from datetime import date
 from urllib.parse import parse_qs, urlsplit
 
-# %% ../nbs/03_checks.ipynb #ed000db4
+# %% ../nbs/03_checks.ipynb #3b2a69c7
 def norm(s) -> str:
     "Text with case and runs of whitespace normalized."
     return " ".join(str(s).lower().split())
@@ -57,7 +57,7 @@ def show(v, n=60) -> str:
     s = repr(v)
     return s if len(s) <= n else s[:n - 3] + "..."
 
-# %% ../nbs/03_checks.ipynb #c3cbcab1
+# %% ../nbs/03_checks.ipynb #f4d12293
 def _find(want, entries, misses, show_entry, near, nothing):
     "-> (ok, detail, evidence): the first entry without misses, else the closest entry and why it misses."
     hit = next((e for e in entries if not misses(e)), None)
@@ -73,7 +73,7 @@ def _param_misses(expected: dict, got: dict, prefix="") -> list:
 def _with(params: dict, prefix="") -> str:
     return " with " + ", ".join(f"{prefix}{k}={show(v)}" for k, v in params.items()) if params else ""
 
-# %% ../nbs/03_checks.ipynb #46ed50e7
+# %% ../nbs/03_checks.ipynb #ce4d5d6f
 def _same_path(a, b): return (a or "").rstrip("/") == (b or "").rstrip("/")
 
 def _request_misses(check, e) -> list:
@@ -99,7 +99,7 @@ def match_request(check, log):
                      None, "the path was never requested")
     return _find(want, log, lambda e: _request_misses(check, e), _show_request, same, "no request logged")
 
-# %% ../nbs/03_checks.ipynb #bbcb15c6
+# %% ../nbs/03_checks.ipynb #dfde86cb
 def _row(c): return (c.get("before") if c.get("op") == "delete" else c.get("after")) or {}
 
 def _change_misses(check, c) -> list:
@@ -116,7 +116,7 @@ def match_change(check, changes):
     near = [c for c in changes if c.get("collection") == check["collection"]]
     return _find(want, changes, lambda c: _change_misses(check, c), show_change, near, "no data change recorded")
 
-# %% ../nbs/03_checks.ipynb #2ad62824
+# %% ../nbs/03_checks.ipynb #ee77860b
 def _clip_text(e): return e.get("text", "") if isinstance(e, dict) else str(e)
 
 def match_clipboard(check, clipboard):
@@ -166,7 +166,7 @@ def match_event(check, events):
     show_event = lambda e: f"{action_of(e)} on {_show_target(e.get('target'))}" + (f" value {show(e.get('value'))}" if "value" in e else "")
     return _find(want, events, lambda e: _event_misses(check, e), show_event, near, "no action event recorded")
 
-# %% ../nbs/03_checks.ipynb #a09408ad
+# %% ../nbs/03_checks.ipynb #673e40d4
 NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 
 def numbers_in(text) -> list:
@@ -221,7 +221,7 @@ def check_answer(check, answer, seen):
                 f"{len(seen or [])} screens the agent saw", None)
     return True, f"answer {show(answer)} matches {want}, seen on screen", {"answer": answer, "evidence": evidence}
 
-# %% ../nbs/03_checks.ipynb #e2da0fe6
+# %% ../nbs/03_checks.ipynb #4e10d699
 ENTRY_MATCHERS = {"request": (match_request, "log"), "change": (match_change, "changes"),
                   "clipboard": (match_clipboard, "clipboard"), "event": (match_event, "events")}
 
@@ -245,7 +245,7 @@ def gate(check, verifier, log, events, changes, clipboard, answer, seen):
     if not extra: return run_check(check, state)
     return _all_of([run_check(check, state)] + [(ok, "verifier: " + d, ev) for ok, d, ev in (run_check(c, state) for c in extra)])
 
-# %% ../nbs/03_checks.ipynb #cb5ca93d
+# %% ../nbs/03_checks.ipynb #0d4cabc5
 MONTHS = "january february march april may june july august september october november december".split()
 MONTH_NUMBER = {m[:3]: i for i, m in enumerate(MONTHS, 1)}
 _MON = "(" + "|".join(MONTHS + list(MONTH_NUMBER) + ["sept"]) + r")\.?"
@@ -277,7 +277,7 @@ def relax_recorded_dates(check, texts):
         if k in out: out[k] = relax(out[k])
     return out
 
-# %% ../nbs/03_checks.ipynb #68434992
+# %% ../nbs/03_checks.ipynb #c895b3e7
 LOCAL_ORIGIN = re.compile(r"https?://(?:127\.0\.0\.1|localhost)(?::\d+)?")
 
 def rebase(obj, base: str):
@@ -287,7 +287,7 @@ def rebase(obj, base: str):
     if isinstance(obj, list): return [rebase(v, base) for v in obj]
     return obj
 
-# %% ../nbs/03_checks.ipynb #7bf52f17
+# %% ../nbs/03_checks.ipynb #7c6a6d7c
 LOG_FIELDS = ("t", "site", "method", "path", "query", "form", "status")
 
 def merge_server_log(record_entries, log_entries) -> list:
@@ -319,7 +319,7 @@ def verify_macro(spec, trajectory) -> dict:
     return {"passed": all(ok for ok, _, _ in results), "subtask": spec.get("subtask", ""),
             "conditions": [{"kind": c["kind"], "passed": ok, "detail": d} for c, (ok, d, _) in zip(spec.get("conditions") or [], results)]}
 
-# %% ../nbs/03_checks.ipynb #dc0ae3d0
+# %% ../nbs/03_checks.ipynb #a5d07144
 def precise_match(expected, answer) -> bool:
     "Numbers and dates compared by value (a date without a year takes the expected one's), other text as a phrase."
     want_dates = dates_in(expected)

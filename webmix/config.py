@@ -4,14 +4,15 @@
 
 # %% auto #0
 __all__ = ['PKG_DIR', 'SITES_DIR', 'TEMPLATES_DIR', 'STATIC_DIR', 'SCHEMAS_DIR', 'MAX_STEPS', 'DEFAULT_PORTS', 'data_dir',
-           'runs_dir', 'annotations_dir', 'site_split', 'split_of']
+           'runs_dir', 'annotations_dir', 'site_split', 'split_of', 'append_jsonl', 'comma_list', 'int_list',
+           'ports_arg']
 
-# %% ../nbs/00_config.ipynb #6a128013
+# %% ../nbs/00_config.ipynb #e901fdd3
 import json, os
 from functools import cache
 from pathlib import Path
 
-# %% ../nbs/00_config.ipynb #4883e142
+# %% ../nbs/00_config.ipynb #a494cf9e
 PKG_DIR = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd().parent / "webmix"
 SITES_DIR = PKG_DIR / "sites"          # the site specs (YAML), package data
 TEMPLATES_DIR = PKG_DIR / "templates"
@@ -30,7 +31,7 @@ def data_dir() -> Path:
 def runs_dir() -> Path: return data_dir() / "runs"
 def annotations_dir() -> Path: return data_dir() / "annotations"
 
-# %% ../nbs/00_config.ipynb #a4851ecc
+# %% ../nbs/00_config.ipynb #ce7c2fc6
 @cache
 def _split(path: str) -> dict:
     sp = json.loads(Path(path).read_text())
@@ -46,3 +47,30 @@ def split_of(site: str) -> str:
     "'train', 'test' or 'none' for a site name."
     sp = site_split()
     return "train" if site in sp["train"] else "test" if site in sp["test"] else "none"
+
+# %% ../nbs/00_config.ipynb #cc00a777
+def append_jsonl(path, obj) -> None:
+    "Append one JSON line in a single write (O_APPEND): concurrent writers and a SIGKILL never leave a torn line behind."
+    data = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try: os.write(fd, data)
+    finally: os.close(fd)
+
+def comma_list(s) -> list:
+    "'a, b,,c' -> ['a', 'b', 'c']"
+    return [x.strip() for x in str(s).split(",") if x.strip()]
+
+def int_list(s) -> tuple:
+    "'2,3,4' -> (2, 3, 4); an argparse type."
+    from argparse import ArgumentTypeError
+    try: v = tuple(int(x) for x in comma_list(s))
+    except ValueError: raise ArgumentTypeError(f"want comma-separated whole numbers, not {s!r}") from None
+    if not v: raise ArgumentTypeError("want at least one number")
+    return v
+
+def ports_arg(s) -> list:
+    "'8318,8319' -> [8318, 8319]; an argparse type that refuses ports outside 1024-65535."
+    from argparse import ArgumentTypeError
+    ports = list(int_list(s))
+    if any(not 1024 <= p <= 65535 for p in ports): raise ArgumentTypeError(f"ports must be in 1024-65535: {s!r}")
+    return ports

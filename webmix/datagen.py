@@ -17,11 +17,10 @@ __all__ = ['TEMPLATES', 'COMMENTS', 'PEOPLE', 'TEXTS', 'MID_SHARE', 'MAKERS', 'C
            'into_view', 'settle', 'finish', 'click', 'type_into', 'query_holds', 'drag_slider', 'apply_list',
            'drive_list', 'drive_count', 'drive_report', 'drive_detail', 'drive_copy', 'drive_download', 'drive_upload',
            'fill_form', 'drive_form', 'drive_delete', 'drive_comment', 'drive_login', 'drive_logout', 'drive_nav',
-           'drive_board', 'drive_signature', 'Driver', 'trajectory_of', 'run_task', 'append_line', 'read_results',
-           'summarize', 'by_family', 'summary_table', 'datagen', 'run_datagen', 'kept_ids', 'write_pool',
-           'add_datagen_cli']
+           'drive_board', 'drive_signature', 'Driver', 'trajectory_of', 'run_task', 'read_results', 'summarize',
+           'by_family', 'summary_table', 'datagen', 'run_datagen', 'kept_ids', 'write_pool', 'add_datagen_cli']
 
-# %% ../nbs/05_datagen.ipynb #a1c9a208
+# %% ../nbs/05_datagen.ipynb #375d35be
 from . import harness as H            # first: it sets browser-use's offline environment before its import
 
 import asyncio, hashlib, json, math, os, random, re, shutil, sys, threading, time, traceback
@@ -35,10 +34,10 @@ from werkzeug.datastructures import MultiDict
 
 from .catalog import FAMILY_OF, MACROS, QA_MACROS, macros_for_control
 from .checks import gate
-from .config import MAX_STEPS, SITES_DIR, split_of
+from .config import MAX_STEPS, SITES_DIR, append_jsonl, comma_list, ports_arg, split_of
 from .miniweb import Servers, fmt_value, list_query, load_sites
 
-# %% ../nbs/05_datagen.ipynb #6ad3a105
+# %% ../nbs/05_datagen.ipynb #865248b4
 def _db(site):
     "A private read-only copy of the site's seeded database (one per site and process)."
     if not hasattr(site, "_datagen_db"): site._datagen_db = site.fresh_db()
@@ -61,7 +60,7 @@ def query_url(path, args) -> str:
     args = {k: v for k, v in (args or {}).items() if v not in (None, "", [])}
     return path + ("?" + urlencode(args, doseq=True) if args else "")
 
-# %% ../nbs/05_datagen.ipynb #d61f084d
+# %% ../nbs/05_datagen.ipynb #0efbf1be
 class Ctx:
     def __init__(self, site, smap, control, macro, rng):
         self.site, self.smap, self.c, self.macro, self.rng = site, smap, control, macro, rng
@@ -128,7 +127,7 @@ def quoted(text) -> str:
     if not t or t.startswith('"') or re.fullmatch(r"[$€£]?[\d.,:/-]+", t): return t
     return f'"{t}"' if len(t.split()) >= 3 or re.search(r"[?!:;,.]", t.rstrip(".")) else t
 
-# %% ../nbs/05_datagen.ipynb #a19c204e
+# %% ../nbs/05_datagen.ipynb #50395200
 TEMPLATES = {
     "filter_by_dropdown": [
         "Show only {opt} {items} using the {label} filter.",
@@ -300,7 +299,7 @@ TEMPLATES = {
         "Fill in the {page} page: name {name}, then sign and save."],
 }
 
-# %% ../nbs/05_datagen.ipynb #f76db7af
+# %% ../nbs/05_datagen.ipynb #39197a9e
 COMMENTS = ["Arrived on time and well packed.", "Exactly as described, thank you!", "Could you confirm the delivery date?",
             "Great quality for the price.", "Please double-check the address before shipping.", "Works as expected so far.",
             "The colour is a bit darker than in the photo.", "Would order again.", "Can this be gift wrapped?"]
@@ -364,7 +363,7 @@ def stored(site, cname, fn, v):
     t = site.collections[cname]["fields"][fn]["type"]
     return (1 if v else 0) if t == "bool" else v
 
-# %% ../nbs/05_datagen.ipynb #94b6c21c
+# %% ../nbs/05_datagen.ipynb #ed44efcd
 MID_SHARE = 0.3          # share of list-page tasks that start mid-chain, after a prefix macro
 MAKERS = {}
 
@@ -405,7 +404,7 @@ def _and(items):
     items = [str(i) for i in items]
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
-# %% ../nbs/05_datagen.ipynb #ed8865da
+# %% ../nbs/05_datagen.ipynb #3510345d
 PREFIX_MACRO = {"dropdown": "filter_by_dropdown", "checkbox": "filter_by_options", "radio": "filter_by_options",
                 "tabs": "switch_tab", "sort": "sort_by_form"}
 
@@ -498,7 +497,7 @@ def prefixed_option(ctx):
     if o is None and prefix: args, prefix, o = {}, None, pick_option(ctx, ctx.c, {})
     return args, prefix, o
 
-# %% ../nbs/05_datagen.ipynb #82358adc
+# %% ../nbs/05_datagen.ipynb #24ec83f0
 def _list_task(ctx, args, prefix, option, words, verifier=None):
     q = filter_query(ctx.c, option)
     return make_task(ctx, ctx.say(ctx.macro, **words), query_url(ctx.list_path, args), option,
@@ -544,7 +543,7 @@ def make_paginate(ctx):
     return make_task(ctx, ctx.say(key, items=ctx.items, n=o["page"]), query_url(ctx.list_path, args), o,
                      req(ctx.list_path, filter_query(ctx.c, o), final=True), prefix)
 
-# %% ../nbs/05_datagen.ipynb #1ee21a9c
+# %% ../nbs/05_datagen.ipynb #9a2e6cf0
 def condition(ctx, o) -> str:
     c, lab = ctx.c, lower_label(ctx.c.get("label", ""))
     k = c["kind"]
@@ -604,7 +603,7 @@ def make_open_detail(ctx):
     return make_task(ctx, ctx.say("open_detail", title=ctx.title(row), items=ctx.items), query_url(ctx.list_path, args),
                      {"record": row["id"], "title": ctx.title(row)}, req(f"{ctx.list_path}/{row['id']}"), prefix)
 
-# %% ../nbs/05_datagen.ipynb #9003094e
+# %% ../nbs/05_datagen.ipynb #c249b44d
 @maker("copy_to_clipboard")
 def make_copy(ctx):
     c = ctx.c
@@ -654,7 +653,7 @@ def make_upload(ctx):
                      {"kind": "change", "collection": ctx.cname, "op": "create", "fields": {"filename": name}},
                      verifier={"checks": [{"kind": "event", "action": "upload", "target": ctx.c["control_id"]}]})
 
-# %% ../nbs/05_datagen.ipynb #f36ffeac
+# %% ../nbs/05_datagen.ipynb #87f881b5
 def form_fields(ctx, form_id) -> list:
     "The field names of a create or edit form, from its sitemap control."
     fc = next((c for c in ctx.smap["controls"] if c["control_id"] == form_id), None)
@@ -745,7 +744,7 @@ def make_comment(ctx):
                      {"kind": "change", "collection": "comments", "op": "create",
                       "fields": {"body": body, "record": row["id"], "target": spec_coll}})
 
-# %% ../nbs/05_datagen.ipynb #bcd608b1
+# %% ../nbs/05_datagen.ipynb #0f1f2972
 from .miniweb import USER
 
 @maker("authenticate_by_form")
@@ -762,7 +761,7 @@ def make_logout(ctx):
     return make_task(ctx, ctx.say("log_out", site=ctx.site.title), ctx.url(), {},
                      req(ctx.site.url("/logout"), method="POST"), scope=[])
 
-# %% ../nbs/05_datagen.ipynb #3b9e94eb
+# %% ../nbs/05_datagen.ipynb #bc88cbe1
 def _start_of(ctx):
     "(url, record row or None) of a fresh start on the control's page."
     if ctx.on_record:
@@ -810,7 +809,7 @@ def make_menu(ctx):
     return make_task(ctx, ctx.say("open_menu_item", target=o["text"]), url, {"text": o["text"], "value": o["value"]},
                      req(o["value"]), scope=[])
 
-# %% ../nbs/05_datagen.ipynb #9a3f4d2e
+# %% ../nbs/05_datagen.ipynb #5567b048
 @maker("reorder_by_drag")
 def make_board(ctx):
     c = ctx.c
@@ -844,7 +843,7 @@ def make_signature(ctx):
                      {"kind": "change", "collection": ctx.cname, "op": "create", "fields": {"signer": name}},
                      verifier={"checks": [{"kind": "event", "action": "draw", "target": c["control_id"]}]})
 
-# %% ../nbs/05_datagen.ipynb #2691c89c
+# %% ../nbs/05_datagen.ipynb #a54477ec
 def make_tasks(site_name, per_control=1, seed=0, macros=None, sites_dir=SITES_DIR) -> list:
     "Task dicts for every control of a site's sitemap (see the format above)."
     site = load_sites(sites_dir)[site_name]
@@ -875,7 +874,7 @@ def all_tasks(sites=None, macros=None, per_control=1, seed=0, sites_dir=SITES_DI
     names = sites or sorted(load_sites(sites_dir))
     return interleave([t for s in names for t in make_tasks(s, per_control, seed, macros, sites_dir)])
 
-# %% ../nbs/05_datagen.ipynb #ceb99a3a
+# %% ../nbs/05_datagen.ipynb #efafbeb1
 class DriverError(Exception):
     "The driver cannot go on: the message is the attempt's cause of rejection."
 
@@ -969,7 +968,7 @@ class Live:
         return (await self.js(f"(document.querySelector({json.dumps(selector)}) || {{}}).innerText || ''")).strip()
     async def normalized(self, points): return await H.to_normalized(self.bs, points)
 
-# %% ../nbs/05_datagen.ipynb #e4a9f02f
+# %% ../nbs/05_datagen.ipynb #40830020
 def step(action, params=None, memory="", goal="", after="", ev=None, node=None, element=None, value=None, to=None):
     "One scripted reply: a browser-use action with its memory line and next goal (`to`: a drag's drop target)."
     return {"action": action, "params": dict(params or {}), "memory": memory, "goal": goal, "after": after, "ev": ev,
@@ -1035,7 +1034,7 @@ async def type_into(lv, cid, what, text, memory, **kw):
     yield step("input", {"index": i, "text": str(text), "clear": True}, memory=memory, goal=f"Type {text} into {what}",
                after=f"{what} holds {text}", node=node, value=str(text))
 
-# %% ../nbs/05_datagen.ipynb #ca3538f2
+# %% ../nbs/05_datagen.ipynb #8db933b2
 THUMB_PX = 16          # Chromium's default range thumb width
 
 def query_holds(lv, q) -> bool:
@@ -1135,7 +1134,7 @@ async def drive_count(lv, t):
     if not n: raise DriverError("the list shows no result count")
     async for s in finish(lv, f"With {option_text(c, t['option'])} applied the list reports {n} results.", answer=n): yield s
 
-# %% ../nbs/05_datagen.ipynb #06545683
+# %% ../nbs/05_datagen.ipynb #1b90a5ac
 async def drive_report(lv, t):
     o, cid = t["option"], t["control"]["control_id"]
     record = f"{urlsplit(t['start']['url']).path}/{o['record']}"
@@ -1262,7 +1261,7 @@ async def drive_nav(lv, t):
     async for s in settle(lv, lambda: lv.path == target.rstrip("/"), f"the page {target}"): yield s
     async for s in finish(lv, f"The page {target} is open."): yield s
 
-# %% ../nbs/05_datagen.ipynb #abe8e18f
+# %% ../nbs/05_datagen.ipynb #5913b289
 async def drive_board(lv, t):
     o, cid = t["option"], t["control"]["control_id"]
     card, col = css(cid, o["record"], "card"), css(cid, o["column"], "column")
@@ -1303,7 +1302,7 @@ async def drive_signature(lv, t):
     async for s in settle(lv, lambda: bool(lv.arg("saved")), "the saved signature"): yield s
     async for s in finish(lv, f"Signed as {o['signer']} and saved."): yield s
 
-# %% ../nbs/05_datagen.ipynb #6aeb57f8
+# %% ../nbs/05_datagen.ipynb #beb5bb2f
 DRIVERS = {
     **{m: drive_list for m in ("filter_by_dropdown", "filter_by_options", "filter_by_slider", "filter_by_date_range",
                                "sort_by_form", "switch_tab", "paginate", "search_by_text")},
@@ -1315,7 +1314,7 @@ DRIVERS = {
     "reorder_by_drag": drive_board, "draw_signature": drive_signature,
 }
 
-# %% ../nbs/05_datagen.ipynb #0fccbb43
+# %% ../nbs/05_datagen.ipynb #6a5fc17d
 EVENT_ACTIONS = {"click": "click", "select_dropdown": "select", "input": "type", "drag": "drag", "draw": "draw",
                  "upload_file": "upload"}
 
@@ -1384,7 +1383,7 @@ class Driver:
         "The harness-style action events of the episode: {type: action, action, target, value}."
         return [{"type": "action", **s["event"]} for s in self.steps if s.get("event")]
 
-# %% ../nbs/05_datagen.ipynb #9b4f90ca
+# %% ../nbs/05_datagen.ipynb #f174ae26
 TIMEOUT_S = 150
 
 def _write_json(path, obj):
@@ -1483,14 +1482,7 @@ async def run_task(task, base, out, headless=True, timeout=TIMEOUT_S, net_log=No
     shutil.move(str(tmp), str(dest))
     return res
 
-# %% ../nbs/05_datagen.ipynb #aa5229b6
-def append_line(path, obj):
-    "Append one JSON line with one write (atomic for a line under the pipe-buffer size on local files)."
-    data = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try: os.write(fd, data)
-    finally: os.close(fd)
-
+# %% ../nbs/05_datagen.ipynb #f1f490ec
 def read_results(out) -> list:
     "Every result line of a run (a torn last line is skipped)."
     p = Path(out) / "results.jsonl"
@@ -1558,7 +1550,7 @@ async def datagen(out, sites=None, macros=None, per_control=1, seed=0, workers=1
                     res = {"task_id": t["task_id"], "site": t["site"], "macro": t["macro"], "family": t["family"],
                            "ok": False, "cause": f"{type(e).__name__}: {e}"}
                 res.update(worker=w, t=time.time())
-                append_line(out / "results.jsonl", res)
+                append_jsonl(out / "results.jsonl", res)
                 tally["kept" if res["ok"] else "rejected"] += 1
                 bar.update(1)
                 bar.set_postfix(kept=tally["kept"], rejected=tally["rejected"])
@@ -1577,7 +1569,7 @@ def run_datagen(out, sites=None, macros=None, per_control=1, seed=0, workers=1, 
     except RuntimeError: return asyncio.run(coro)
     with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()     # inside a notebook's loop
 
-# %% ../nbs/05_datagen.ipynb #b439b53c
+# %% ../nbs/05_datagen.ipynb #1a0e40a1
 def kept_ids(run) -> dict:
     "{task_id: site} of a run's kept trajectories (the latest result of each id decides)."
     last = {}
@@ -1594,13 +1586,7 @@ def write_pool(runs, out, split="all") -> list:
     Path(out).write_text("".join(i + "\n" for i in ids))
     return ids
 
-# %% ../nbs/05_datagen.ipynb #d2deb9bb
-def _csv(s): return [x.strip() for x in s.split(",") if x.strip()]
-
-def _ports(s):
-    try: return [int(p) for p in _csv(s)]
-    except ValueError: raise __import__("argparse").ArgumentTypeError(f"ports must be comma-separated numbers: {s!r}") from None
-
+# %% ../nbs/05_datagen.ipynb #71be7e5d
 def _datagen_cmd(args):
     s = run_datagen(args.out, args.sites, args.macros, args.per_control, args.seed, args.workers, args.ports, args.limit,
                     args.headful)
@@ -1614,12 +1600,12 @@ def add_datagen_cli(sub):
     "Register `datagen` and `pool` on an argparse subparsers object."
     p = sub.add_parser("datagen", help="generate tasks from the sitemaps, run scripted drivers, keep gated trajectories")
     p.add_argument("--out", required=True, help="the run folder, e.g. data/runs/RUN")
-    p.add_argument("--sites", type=_csv, default=None, help="comma-separated site names (default: all)")
-    p.add_argument("--macros", type=_csv, default=None, help="comma-separated macros (default: all)")
+    p.add_argument("--sites", type=comma_list, default=None, help="comma-separated site names (default: all)")
+    p.add_argument("--macros", type=comma_list, default=None, help="comma-separated macros (default: all)")
     p.add_argument("--per-control", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--ports", type=_ports, default=[8318, 8319])
+    p.add_argument("--ports", type=ports_arg, default=[8318, 8319])
     p.add_argument("--limit", type=int, default=0, help="run at most N tasks (0: all)")
     p.add_argument("--headful", action="store_true")
     p.set_defaults(func=_datagen_cmd)

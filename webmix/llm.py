@@ -8,13 +8,13 @@ __all__ = ['OPENAI_KEY_VARS', 'GEMINI_KEY_VARS', 'ROLES', 'FORMATS', 'Credential
            'gemini_contents', 'chat', 'bad_chat_request', 'ScriptExhausted', 'as_message', 'chat_request_from_gemini',
            'gemini_response', 'ScriptedServer']
 
-# %% ../nbs/10_llm.ipynb #5cbe931f
+# %% ../nbs/10_llm.ipynb #71fa0b25
 import json, os, threading, time, uuid
 from functools import cache
 
 from flask import Flask, Response, jsonify, request
 
-# %% ../nbs/10_llm.ipynb #249142d9
+# %% ../nbs/10_llm.ipynb #040e633c
 OPENAI_KEY_VARS = ("VLLM_API_KEY", "OPENAI_API_KEY")
 GEMINI_KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
@@ -38,7 +38,7 @@ def is_gemini(model: str, base_url=None) -> bool:
     "Gemini's own API serves `model`: a gemini-* name and no OpenAI-compatible base URL."
     return base_url is None and str(model).removeprefix("models/").lower().startswith("gemini")
 
-# %% ../nbs/10_llm.ipynb #4a4328a1
+# %% ../nbs/10_llm.ipynb #ee130d54
 def _response_format(rf):
     "OpenAI's response_format dict for a dict, a pydantic model class or None."
     if rf is None or isinstance(rf, dict): return rf
@@ -63,7 +63,7 @@ def _openai_chat(model, messages, base_url, temperature, max_tokens, response_fo
                                f"{base_url} needs a key: set VLLM_API_KEY (or OPENAI_API_KEY)") from e
     return r.choices[0].message.content or ""
 
-# %% ../nbs/10_llm.ipynb #af13fea6
+# %% ../nbs/10_llm.ipynb #770c399b
 def _gemini_part(p):
     from google.genai import types
     if isinstance(p, str) or p.get("type") == "text": return types.Part(text=p if isinstance(p, str) else p["text"])
@@ -104,7 +104,7 @@ def _gemini_chat(model, messages, temperature, max_tokens, response_format, time
         raise
     return r.text or ""
 
-# %% ../nbs/10_llm.ipynb #8e0fca69
+# %% ../nbs/10_llm.ipynb #0f767be5
 def chat(model: str, messages, base_url=None, temperature: float = 0, max_tokens: int = 1024, response_format=None,
          timeout: float = 120) -> str:
     "The reply text of `model`: Gemini's API for gemini-* without `base_url`, else the OpenAI-compatible server there."
@@ -113,7 +113,7 @@ def chat(model: str, messages, base_url=None, temperature: float = 0, max_tokens
     if is_gemini(model, base_url): return _gemini_chat(model, messages, temperature, max_tokens, rf, timeout)
     return _openai_chat(model, messages, base_url, temperature, max_tokens, rf, timeout)
 
-# %% ../nbs/10_llm.ipynb #0c0b0a38
+# %% ../nbs/10_llm.ipynb #f145251e
 ROLES = {"system", "developer", "user", "assistant", "tool"}
 FORMATS = {"text", "json_object", "json_schema"}
 
@@ -146,7 +146,7 @@ def bad_chat_request(body):
             return "'response_format.json_schema.schema' must be an object", "response_format.json_schema"
     return None
 
-# %% ../nbs/10_llm.ipynb #367eefe8
+# %% ../nbs/10_llm.ipynb #c6c13809
 class ScriptExhausted(RuntimeError):
     "A list of scripted replies was asked for one more."
 
@@ -184,7 +184,7 @@ def _usage(req, msg) -> dict:
     p, c = len(json.dumps(req.get("messages")))//4 + 1, len(json.dumps(msg))//4 + 1
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
 
-# %% ../nbs/10_llm.ipynb #5e44d8bb
+# %% ../nbs/10_llm.ipynb #d31afaa2
 def _from_gemini_parts(parts):
     out = []
     for p in parts or []:
@@ -218,7 +218,7 @@ def gemini_response(model, msg, usage) -> dict:
             "usageMetadata": {"promptTokenCount": usage["prompt_tokens"], "candidatesTokenCount": usage["completion_tokens"],
                               "totalTokenCount": usage["total_tokens"]}, "modelVersion": model}
 
-# %% ../nbs/10_llm.ipynb #4146c271
+# %% ../nbs/10_llm.ipynb #4822a68b
 def _error(status, message, param=None, kind="invalid_request_error"):
     "OpenAI's error body; 5xx ones tell the client not to retry (a script does not get better on a second try)."
     r = jsonify(error={"message": message, "type": kind, "param": param, "code": status})
@@ -244,7 +244,7 @@ def _chunks(head, msg, finish, usage=None):
            {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}]
     return out + ([{**head, "choices": [], "usage": usage}] if usage else [])
 
-# %% ../nbs/10_llm.ipynb #b51764fb
+# %% ../nbs/10_llm.ipynb #1427ca4e
 class ScriptedServer:
     "webmix's OpenAI-compatible (and Gemini-compatible) server on loopback, answering from `replies`."
     def __init__(self, replies, port: int = 0, api_key=None, threads: int = 4):

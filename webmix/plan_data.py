@@ -6,10 +6,10 @@ model, each specialist a replay of its part, kept only when every part's gate pa
 # %% auto #0
 __all__ = ['VERSION', 'EXECUTOR', 'HOME_STEP', 'DEFAULT_PORTS', 'MERGE_ASK', 'FINAL_ASK', 'default_out', 'merge_all',
            'template_memory', 'PlannerScript', 'ScriptedTeam', 'site_name', 'chain_steps', 'schema', 'validate_chain',
-           'run_chain', 'kept_dirs', 'pool_items', 'append_result', 'done_ids', 'run_sync', 'summarize',
-           'run_plan_data', 'cli_plan_data', 'add_plan_data_cli']
+           'run_chain', 'kept_dirs', 'pool_items', 'done_ids', 'run_sync', 'summarize', 'run_plan_data',
+           'cli_plan_data', 'add_plan_data_cli']
 
-# %% ../nbs/09_plan_data.ipynb #b12283c1
+# %% ../nbs/09_plan_data.ipynb #8a5e5818
 import argparse, asyncio, json, os, re, shutil, time
 from collections import Counter
 from functools import cache
@@ -22,11 +22,12 @@ from . import harness as H
 from . import agent as PA
 from . import replay as R
 from . import checks, config
+from .config import append_jsonl, int_list, ports_arg
 from .catalog import FAMILY_OF, QA_MACROS
 from .chains import chain_key, chain_specs, values
 from .miniweb import Servers, load_sites
 
-# %% ../nbs/09_plan_data.ipynb #8b5f57d1
+# %% ../nbs/09_plan_data.ipynb #119a6d98
 VERSION = PA.DEFAULT_VERSION                 # the planner version of the seeds' runs (v6)
 EXECUTOR = "webmix-executor"                 # the specialists' model name, as pick_model gives it to the reports
 HOME_STEP = "Go to the home page of {site} with the site's own home link."
@@ -34,7 +35,7 @@ DEFAULT_PORTS = (8320, 8321)
 
 def default_out() -> Path: return config.data_dir() / "rows" / "planner" / "v1"
 
-# %% ../nbs/09_plan_data.ipynb #9845b2c2
+# %% ../nbs/09_plan_data.ipynb #d9f25213
 MERGE_ASK = ("Rewrite these requests to a web assistant as ONE natural request that asks for all of them, in this "
              "order. Keep every name, label, number and value exactly as written; add nothing.\n{items}\n"
              "Reply with the merged request only.")
@@ -54,7 +55,7 @@ async def merge_all(instructions):
                               tries=1, max_tokens=300)
     return (text, "merged") if _keeps_values(text, instructions) else (joined, "joined")
 
-# %% ../nbs/09_plan_data.ipynb #23908f1e
+# %% ../nbs/09_plan_data.ipynb #2c562f99
 FINAL_ASK = ("You are the planner in the conversation above, and the task is complete. Write the final message to the "
              "user in one or two sentences: what was done{answer}. Reply with plain text only, not JSON.")
 
@@ -101,7 +102,7 @@ def template_memory(turns, t):
     left = ", ".join(str(i + 1) for i in range(done, len(items)))
     return f"{said} Done: {done} of {len(items)}; left: {left}. Next: {turn['family']}: {_short(turn['instruction'])}"
 
-# %% ../nbs/09_plan_data.ipynb #3e12b82c
+# %% ../nbs/09_plan_data.ipynb #1d312199
 class PlannerScript:
     "The planner's scripted model: turn t answers with the chain's t-th step and records the planner's input."
     def __init__(self, turns, rows_dir):
@@ -129,7 +130,7 @@ class PlannerScript:
         self.seconds += time.perf_counter() - t0
         return content
 
-# %% ../nbs/09_plan_data.ipynb #952b8730
+# %% ../nbs/09_plan_data.ipynb #0afebd7e
 class ScriptedTeam(PA.Team):
     "The planner's own delegate, each specialist's model replaced by the replay of its part."
     def __init__(self, bs, base, steps, rows_dir, overall, budget):
@@ -158,7 +159,7 @@ class ScriptedTeam(PA.Team):
         self.agents.append(agent)
         return agent
 
-# %% ../nbs/09_plan_data.ipynb #f61fd9c1
+# %% ../nbs/09_plan_data.ipynb #d9c4d4a8
 def site_name(site: str) -> str:
     "A site's name as its pages show it: its spec's title (the site's key when it has none)."
     s = load_sites().get(site)
@@ -186,7 +187,7 @@ def chain_steps(chain, parts) -> list:
                       "plan": R.build_plan(p["traj"], p["elements"]), "part": p, "macro": r["macro"]})
     return steps
 
-# %% ../nbs/09_plan_data.ipynb #7c458b4b
+# %% ../nbs/09_plan_data.ipynb #5a0c88f5
 @cache
 def schema(name: str) -> dict:
     "A JSON Schema shipped in webmix/schemas/ ('plan_row', 'plan_episode')."
@@ -217,7 +218,7 @@ def validate_chain(d) -> list:
                 if url and not (d / url).is_file(): out.append(f"rows.jsonl line {i + 1}: missing screenshot {url}")
     return out
 
-# %% ../nbs/09_plan_data.ipynb #9cb3efa6
+# %% ../nbs/09_plan_data.ipynb #d371f271
 def _episode(cid, chain, first, instruction, how, turns, answer, budget, turns_cap, response_format) -> dict:
     return {"task_id": cid, "site": chain[0][0]["site"], "instruction": instruction, "instruction_by": how,
             "start_url": first["start"]["url"], "parts": [r["id"] for r, _ in chain], "via": [v for _, v in chain],
@@ -319,7 +320,7 @@ async def run_chain(chain, base, out_root, headless=True, budget=H.MAX_STEPS, tu
     res["timing"] = {k: round(v, 3) for k, v in timing.items()}
     return res
 
-# %% ../nbs/09_plan_data.ipynb #36a2d880
+# %% ../nbs/09_plan_data.ipynb #e0d8917e
 def _run_dirs(runs) -> list:
     "Run folders: `runs` is a folder of runs, one run (it has accepted/), or a list of either."
     out = []
@@ -347,14 +348,7 @@ def pool_items(pool=None, qa=True, runs=None) -> list:
         if ids is None or tid in ids or (qa and traj.get("macro") in QA_MACROS): items.append((tid, d))
     return sorted(items)
 
-# %% ../nbs/09_plan_data.ipynb #895394bf
-def append_result(path, res) -> None:
-    "Append one result as one line, in one write."
-    line = (json.dumps(res, default=str, ensure_ascii=False) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try: os.write(fd, line)
-    finally: os.close(fd)
-
+# %% ../nbs/09_plan_data.ipynb #da151677
 def done_ids(path) -> set:
     "The task ids already in a results.jsonl (a torn last line is removed)."
     p = Path(path)
@@ -369,7 +363,7 @@ def done_ids(path) -> set:
         except (ValueError, KeyError, TypeError): pass
     return ids
 
-# %% ../nbs/09_plan_data.ipynb #4aa08750
+# %% ../nbs/09_plan_data.ipynb #348245cc
 def run_sync(coro):
     "Run a coroutine to its end from sync code, also where an event loop already runs (a notebook): then in a thread."
     try: asyncio.get_running_loop()
@@ -396,7 +390,7 @@ async def _run(chains, bases, workers, out, headless, budget, turns_cap, progres
             try: c = q.get_nowait()
             except asyncio.QueueEmpty: return
             res = await run_chain(c, base, out, headless, budget, turns_cap)
-            append_result(res_path, res)
+            append_jsonl(res_path, res)
             results.append(res)
             tally["ok" if res["ok"] else "fail"] += 1
             bar.update(1)
@@ -444,13 +438,7 @@ def run_plan_data(out=None, chains=40, pool=None, sizes=(2, 3, 4), seed=0, limit
     print(json.dumps(summary, indent=1), flush=True)
     return summary
 
-# %% ../nbs/09_plan_data.ipynb #81cf3718
-def _ints(s):
-    try: v = tuple(int(x) for x in str(s).split(",") if x.strip())
-    except ValueError: raise argparse.ArgumentTypeError(f"want comma-separated numbers, not {s!r}") from None
-    if not v: raise argparse.ArgumentTypeError("empty list")
-    return v
-
+# %% ../nbs/09_plan_data.ipynb #3d2534fb
 def _shard_arg(s):
     m = re.fullmatch(r"(\d+)/(\d+)", s or "")
     if not m or not int(m.group(1)) < int(m.group(2)): raise argparse.ArgumentTypeError(f"--shard wants k/n with k < n, not {s!r}")
@@ -471,11 +459,11 @@ def add_plan_data_cli(sub):
     p.add_argument("--out", default=None, help="output folder (default: <data>/rows/planner/v1)")
     p.add_argument("--chains", type=int, default=40, help="chains to sample")
     p.add_argument("--pool", default=None, help="file of kept trajectory ids to chain (default: every kept trajectory)")
-    p.add_argument("--sizes", type=_ints, default=(2, 3, 4), help="chain lengths to draw from, e.g. 2,3,4")
+    p.add_argument("--sizes", type=int_list, default=(2, 3, 4), help="chain lengths to draw from, e.g. 2,3,4")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--limit", type=int, default=0, help="run at most N of the chains not yet done")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--ports", type=_ints, default=DEFAULT_PORTS, help="MiniWeb server ports, e.g. 8320,8321")
+    p.add_argument("--ports", type=ports_arg, default=DEFAULT_PORTS, help="MiniWeb server ports, e.g. 8320,8321")
     p.add_argument("--budget", type=int, default=H.MAX_STEPS, help="specialist steps the reports count down from")
     p.add_argument("--planner-turns", type=int, default=PA.VERSIONS[VERSION]["max_turns"],
                    help="the planner's turn cap its prompt shows")
