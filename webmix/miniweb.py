@@ -13,7 +13,7 @@ __all__ = ['FIELD_TYPES', 'PAGE_KINDS', 'FILTER_WIDGETS', 'LAYOUTS', 'LIST_STYLE
            'export_csv', 'view_board', 'board_move', 'view_signature', 'view_upload', 'upload_download', 'site_summary',
            'serve', 'free_ports', 'Servers']
 
-# %% ../nbs/01_miniweb.ipynb #61598b1f
+# %% ../nbs/01_miniweb.ipynb #de05a8bd
 import atexit, csv, ctypes, hashlib, io, ipaddress, json, logging, math, os, random, re, secrets, signal, socket, sqlite3, subprocess, sys, tempfile, threading, time
 from collections import OrderedDict
 from contextlib import closing
@@ -32,7 +32,7 @@ from werkzeug.security import generate_password_hash, check_password_hash
 
 from .config import SITES_DIR, TEMPLATES_DIR, STATIC_DIR, split_of
 
-# %% ../nbs/01_miniweb.ipynb #2031c704
+# %% ../nbs/01_miniweb.ipynb #e4326ef5
 FIELD_TYPES = {"text", "longtext", "email", "int", "money", "date", "choice", "bool", "ref"}
 PAGE_KINDS = {"home", "list", "board", "signature", "upload", "login", "info"}
 FILTER_WIDGETS = {"dropdown", "checkbox", "radio", "slider", "date_range"}
@@ -49,7 +49,7 @@ def _known(src, where, d, allowed):
     extra = set(d) - set(allowed)
     if extra: _fail(src, where, f"unknown key(s) {sorted(extra)}; allowed: {sorted(allowed)}")
 
-# %% ../nbs/01_miniweb.ipynb #0e0fd71e
+# %% ../nbs/01_miniweb.ipynb #8070599d
 SITE_KEYS = {"name", "title", "doc", "theme", "collections", "pages", "menu", "login_required"}
 FIELD_KEYS = {"type", "label", "required", "options", "min", "max", "to", "gen", "unique", "hidden", "step", "default"}
 COLLECTION_KEYS = {"label", "title_field", "fields", "rows", "order"}
@@ -107,7 +107,7 @@ def validate_spec(spec: dict, src="<spec>") -> dict:
     if sum(p["kind"] == "home" for p in spec["pages"]) != 1: _fail(src, "pages", "exactly one home page")
     return spec
 
-# %% ../nbs/01_miniweb.ipynb #04523a36
+# %% ../nbs/01_miniweb.ipynb #c2ff4ef0
 def _seed_of(name): return int(hashlib.sha256(name.encode()).hexdigest()[:12], 16)
 
 def _fill(pattern, gen, rng, n):
@@ -169,7 +169,7 @@ def seed_rows(site_name, cname, coll, ref_sizes):
         rows.append(row)
     return rows
 
-# %% ../nbs/01_miniweb.ipynb #d0d47f4d
+# %% ../nbs/01_miniweb.ipynb #b179e1b7
 @dataclass
 class Control:
     control_id: str
@@ -199,7 +199,7 @@ def sort_options(coll, fields):
         out += [{"text": f"{_label(fn, f)}: {up}", "value": f"{fn}_asc"}, {"text": f"{_label(fn, f)}: {down}", "value": f"{fn}_desc"}]
     return out
 
-# %% ../nbs/01_miniweb.ipynb #de1d5bb9
+# %% ../nbs/01_miniweb.ipynb #a8acf64e
 COMMENTS = {"fields": {"target": {"type": "text"}, "record": {"type": "int"}, "author": {"type": "text"},
                        "body": {"type": "longtext", "required": True}, "created": {"type": "date"}}, "rows": 0}
 
@@ -276,7 +276,7 @@ def _ref_order(collections):
     for c in collections: visit(c)
     return order
 
-# %% ../nbs/01_miniweb.ipynb #93cdcc3f
+# %% ../nbs/01_miniweb.ipynb #2c6e09b7
 def derive_pages(site):
     out = []
     for p in site.spec["pages"]:
@@ -406,7 +406,7 @@ def _default_order(site, p, rows):
     by_id = sorted(rows, key=lambda r: r["id"])                   # ties keep id order, as ORDER BY field, id does
     return sorted(by_id, key=lambda r: r[key.lstrip("-")], reverse=key.startswith("-"))
 
-# %% ../nbs/01_miniweb.ipynb #2d2506bd
+# %% ../nbs/01_miniweb.ipynb #efac5b72
 def load_site(path) -> Site:
     "Load and check one site spec; SpecError names the file and the field on any problem."
     path = Path(path)
@@ -432,7 +432,7 @@ def sitemap(name, sites_dir=SITES_DIR) -> dict:
     if name not in sites: raise KeyError(f"unknown site {name!r}; known: {sorted(sites)}")
     return sites[name].sitemap()
 
-# %% ../nbs/01_miniweb.ipynb #2611f2d4
+# %% ../nbs/01_miniweb.ipynb #1939175a
 class Session:
     def __init__(self, sid, flags=None):
         self.id, self.flags = sid, dict(flags or {})
@@ -462,7 +462,7 @@ class SessionStore:
     def get(self, sid):
         with self.lock: return self.items.get(sid)
 
-# %% ../nbs/01_miniweb.ipynb #6f307b54
+# %% ../nbs/01_miniweb.ipynb #702a1925
 def _row(db, cname, rid):
     r = db.execute(f'SELECT * FROM "{cname}" WHERE id = ?', (rid,)).fetchone()
     return dict(r) if r else None
@@ -498,7 +498,7 @@ def db_delete(sess, site, cname, rid):
     _change(sess, site, cname, "delete", rid, before, None)
     return before
 
-# %% ../nbs/01_miniweb.ipynb #35f526d0
+# %% ../nbs/01_miniweb.ipynb #346ff90b
 def _number_or_none(v):
     try: return float(v)
     except (TypeError, ValueError): return None
@@ -544,7 +544,7 @@ def list_query(site, p, args):
     elif s: notes.append("Ignored an unknown sort order.")
     return " AND ".join(where) or "1", params, order_sql, state, notes
 
-# %% ../nbs/01_miniweb.ipynb #f243e1fd
+# %% ../nbs/01_miniweb.ipynb #ef840bcb
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[a-z]{2,}", re.I)
 
 def clean_form(site, db, cname, fields, form):
@@ -576,7 +576,7 @@ def clean_form(site, db, cname, fields, form):
         else: values[fn] = raw
     return values, errors
 
-# %% ../nbs/01_miniweb.ipynb #486a741f
+# %% ../nbs/01_miniweb.ipynb #fd991630
 COOKIE = "webmix_session"
 SECRET_FIELDS = {"password", "csrf_token", "password_confirm"}
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -676,7 +676,7 @@ def _controls_by_page(site):
     for c in site.controls: out.setdefault(c.page, {})[c.control_id] = c
     return out
 
-# %% ../nbs/01_miniweb.ipynb #13453b86
+# %% ../nbs/01_miniweb.ipynb #360bf30e
 def render(site, by_page, key, template, crumbs=(), status=200, **ctx):
     "A site page: its controls (those of the sitemap page `key`), breadcrumbs and the session's login state."
     ctl = by_page.get(key, {})
@@ -736,7 +736,7 @@ def view_login(site, by_page, p):
     return render(site, by_page, page_path(p), "login.html", crumbs=[("Sign in", None)], page=p, error=error, next=nxt,
                   status=200 if error is None else 401)
 
-# %% ../nbs/01_miniweb.ipynb #4933fa9e
+# %% ../nbs/01_miniweb.ipynb #8773a46e
 def view_list(site, by_page, p):
     cname, per = p["collection"], p.get("per_page", 10)
     where, params, order, state, notes = list_query(site, p, request.args)
@@ -836,7 +836,7 @@ def export_csv(site, p):
     return Response(buf.getvalue(), mimetype="text/csv",
                     headers={"Content-Disposition": f'attachment; filename="{site.name}-{cname}.csv"'})
 
-# %% ../nbs/01_miniweb.ipynb #13fa8055
+# %% ../nbs/01_miniweb.ipynb #11576edb
 def view_board(site, by_page, p):
     cname, grp, order = p["collection"], p["group"], p.get("order", "position")
     rows = [dict(r) for r in g.sess.db(site).execute(f'SELECT * FROM "{cname}" ORDER BY "{order}", id')]
@@ -906,7 +906,7 @@ def upload_download(site, p, rid):
 PAGE_VIEWS = {"list": view_list, "board": view_board, "signature": view_signature, "upload": view_upload,
               "login": view_login, "info": view_info}
 
-# %% ../nbs/01_miniweb.ipynb #561f7cdb
+# %% ../nbs/01_miniweb.ipynb #d2b69d37
 RECORD_TYPES = {"load", "click", "input", "select", "drag", "draw", "submit", "copy", "scroll", "key"}
 
 def _admin_session(store):
@@ -982,7 +982,7 @@ def site_summary(site):
     return {"name": site.name, "title": site.title, "split": split_of(site.name), "pages": len(site.page_list),
             "control_kinds": sorted({c.kind for c in site.controls}), "collections": sorted(site.collections)}
 
-# %% ../nbs/01_miniweb.ipynb #9c6cb266
+# %% ../nbs/01_miniweb.ipynb #cb1094ca
 def serve(port, sites_dir=SITES_DIR, threads=8, host="127.0.0.1"):
     "Serve MiniWeb on one port in this process (blocks)."
     from waitress import serve as waitress_serve
