@@ -10,7 +10,7 @@ __all__ = ['FAMILY_HINTS', 'DEFAULT_VERSION', 'VERSIONS', 'Family', 'DELEGATE_DO
            'SessionAgent', 'Team', 'Delegate', 'planner_tools', 'planner_agent', 'SpecialistHistories',
            'run_planner_agent', 'index_of']
 
-# %% ../nbs/07_agent.ipynb #2c9f5241
+# %% ../nbs/07_agent.ipynb #f285d3ae
 import json, time
 from functools import cache
 from pathlib import Path
@@ -23,9 +23,9 @@ from . import harness as H            # first: it sets browser-use's offline env
 from browser_use import Agent, Tools
 from browser_use.agent.views import ActionResult
 from .catalog import FAMILIES
-from .config import MAX_STEPS
+from .config import MAX_STEPS, short
 
-# %% ../nbs/07_agent.ipynb #f19663eb
+# %% ../nbs/07_agent.ipynb #0d6c8291
 FAMILY_HINTS = {
     "Drag & gesture": "drag a card or list item to a new place, move a range slider, draw a signature",
     "Out-of-page I/O": "copy a value to the clipboard, upload a file, download a file",
@@ -44,7 +44,7 @@ VERSIONS = {
            "v7": True},
 }
 
-# %% ../nbs/07_agent.ipynb #8dd0cd40
+# %% ../nbs/07_agent.ipynb #7a836e62
 _ROLE = """You are the PLANNER of a team of web specialists. You never click, type or navigate yourself: your only actions are `delegate` and `done`.
 - Split the user's request into steps; each step is one skill of one specialist family.
 - Delegate ONE step at a time with delegate(family, instruction). The instruction is one short, complete sentence for that step alone, with the exact names and values from the request (the specialist does not see the request).
@@ -66,18 +66,14 @@ def planner_prompt(version: str = DEFAULT_VERSION) -> str:
     v = VERSIONS[version]
     return "\n".join([_ROLE] + [text for opt, text in _OPTIONS.items() if v.get(opt)])
 
-# %% ../nbs/07_agent.ipynb #512ce385
-def _short(text, n=80) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[:n - 3].rstrip() + "..."
-
+# %% ../nbs/07_agent.ipynb #0b838ce6
 def element_brief(el) -> str:
     "An interacted element as `<tag name=...> \"text\"`."
     if el is None: return ""
     attrs = getattr(el, "attributes", None) or {}
     tag = (getattr(el, "node_name", "") or "element").lower()
-    key = next((f"{k}={_short(attrs[k], 30)}" for k in ("name", "id", "aria-label", "placeholder") if attrs.get(k)), "")
-    text = _short(getattr(el, "ax_name", None) or "", 30)
+    key = next((f"{k}={short(attrs[k], 30)}" for k in ("name", "id", "aria-label", "placeholder") if attrs.get(k)), "")
+    text = short(getattr(el, "ax_name", None) or "", 30)
     return f"<{tag}{' ' + key if key else ''}>" + (f' "{text}"' if text else "")
 
 def _num(v) -> str:
@@ -87,7 +83,7 @@ def action_brief(name: str, params: dict, el=None) -> str:
     "One specialist action in a few words."
     p, on = params or {}, element_brief(el)
     if name == "select_dropdown": return f'select "{p.get("text", "")}" in {on or "a dropdown"}'
-    if name == "input": return f'type "{_short(p.get("text", ""), 40)}" into {on or "a field"}'
+    if name == "input": return f'type "{short(p.get("text", ""), 40)}" into {on or "a field"}'
     if name == "click": return f"click {on}" if on else "click"
     if name == "navigate": return f"open {p.get('url', '')}"
     if name == "scroll": return f"scroll {'down' if p.get('down', True) else 'up'}"
@@ -96,7 +92,7 @@ def action_brief(name: str, params: dict, el=None) -> str:
     if name == "macro_done": return "mark the step done"
     if name == "drag": return f"drag ({_num(p.get('x1'))}, {_num(p.get('y1'))}) -> ({_num(p.get('x2'))}, {_num(p.get('y2'))})"
     if name == "draw": return f"draw a stroke through {len(p.get('points') or [])} points"
-    return f"{name} {_short(json.dumps(p, ensure_ascii=False), 60)}".strip()
+    return f"{name} {short(json.dumps(p, ensure_ascii=False), 60)}".strip()
 
 def history_actions(hist, limit: int = 8) -> list:
     "A specialist history's actions, briefly, `done` left out (its text is the final message); failed ones marked."
@@ -119,13 +115,13 @@ def _steps(n: int) -> str: return f"{n} step{'s' * (n != 1)}"
 
 def outcome(hist, steps: int, cap: int, error=None) -> str:
     "How a specialist's run ended, for the report's first line."
-    if error: return f"stopped by an error after {_steps(steps)} ({_short(error, 120)})"
+    if error: return f"stopped by an error after {_steps(steps)} ({short(error, 120)})"
     if hist is not None and hist.is_done():
         return f"finished in {_steps(steps)}" + (" but reported failure" if hist.is_successful() is False else "")
     if steps >= cap: return f"stopped after {_steps(steps)} without finishing (its cap for this step was {cap})"
     last = next((e for e in reversed(hist.errors() if hist is not None else []) if e), None)
     return f"stopped after {_steps(steps)} without finishing, after repeated failures" + (
-        f" (last: {_short(last, 120)})" if last else "")
+        f" (last: {short(last, 120)})" if last else "")
 
 def url_query(url: str) -> str:
     "The URL's non-empty query parameters as `k=v, ...`."
@@ -137,12 +133,12 @@ def report(family: str, ended: str, actions: list, message, url: str, title: str
     return "\n".join([
         f"{family} specialist {ended}.",
         f"Actions: {'; '.join(actions) if actions else 'none'}.",
-        f"Final message: {_short(message, 600) if message else '(none)'}",
-        f"Page now: {_short(title, 100) or '(untitled)'} at {url or '(unknown)'}"]
+        f"Final message: {short(message, 600) if message else '(none)'}",
+        f"Page now: {short(title, 100) or '(untitled)'} at {url or '(unknown)'}"]
         + ([f"URL query: {q}"] if q else [])
         + [f"Specialist steps left: {left} of {budget}."])
 
-# %% ../nbs/07_agent.ipynb #ad780250
+# %% ../nbs/07_agent.ipynb #e6d60a64
 async def page_now(bs) -> tuple:
     "(url, title) of the agent's current page; the title is the document's (the CDP target's lags a navigation)."
     try: url = await bs.get_current_page_url()
@@ -208,7 +204,7 @@ class Team:
                            "seconds": round(time.perf_counter() - t0, 3), **({"error": error} if error else {})})
         return rep
 
-# %% ../nbs/07_agent.ipynb #fa8ca07e
+# %% ../nbs/07_agent.ipynb #53f6f14a
 Family = Literal[FAMILIES]
 
 class Delegate(BaseModel):
@@ -243,7 +239,7 @@ def planner_agent(session, task: str, start: str, llm, team, version: str = DEFA
                         max_failures=3, max_actions_per_step=1, directly_open_url=False,
                         step_timeout=TURN_TIMEOUT * (team.sub_cap + 1), **H.AGENT_KWARGS)
 
-# %% ../nbs/07_agent.ipynb #145a75b2
+# %% ../nbs/07_agent.ipynb #301d54c6
 class SpecialistHistories:
     "An AgentHistoryList-like view of one episode's specialist runs; final_result() is the episode's answer."
     def __init__(self, hists, answer):
@@ -274,7 +270,7 @@ async def run_planner_agent(session, task, start, pick_model, base_url, planner_
         (h.final_result() for h in reversed(team.hists) if h.is_done()), None)
     return SpecialistHistories(team.hists, answer), team.trace, ph
 
-# %% ../nbs/07_agent.ipynb #204e0681
+# %% ../nbs/07_agent.ipynb #d22b2df9
 def index_of(bs, control_id: str, tag: str | None = None) -> int:
     "The browser-use index of the element carrying `data-control-id=control_id` in the session's last DOM state."
     for i, node in bs._cached_browser_state_summary.dom_state.selector_map.items():

@@ -4,15 +4,15 @@
 
 # %% auto #0
 __all__ = ['PKG_DIR', 'SITES_DIR', 'TEMPLATES_DIR', 'STATIC_DIR', 'SCHEMAS_DIR', 'MAX_STEPS', 'DEFAULT_PORTS', 'data_dir',
-           'runs_dir', 'annotations_dir', 'site_split', 'split_of', 'append_jsonl', 'comma_list', 'int_list',
+           'runs_dir', 'annotations_dir', 'site_split', 'split_of', 'append_jsonl', 'short', 'comma_list', 'int_list',
            'ports_arg']
 
-# %% ../nbs/00_config.ipynb #e901fdd3
+# %% ../nbs/00_config.ipynb #048a030b
 import json, os
 from functools import cache
 from pathlib import Path
 
-# %% ../nbs/00_config.ipynb #a494cf9e
+# %% ../nbs/00_config.ipynb #b8135d30
 PKG_DIR = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd().parent / "webmix"
 SITES_DIR = PKG_DIR / "sites"          # the site specs (YAML), package data
 TEMPLATES_DIR = PKG_DIR / "templates"
@@ -31,7 +31,7 @@ def data_dir() -> Path:
 def runs_dir() -> Path: return data_dir() / "runs"
 def annotations_dir() -> Path: return data_dir() / "annotations"
 
-# %% ../nbs/00_config.ipynb #ce7c2fc6
+# %% ../nbs/00_config.ipynb #c7463693
 @cache
 def _split(path: str) -> dict:
     sp = json.loads(Path(path).read_text())
@@ -48,13 +48,18 @@ def split_of(site: str) -> str:
     sp = site_split()
     return "train" if site in sp["train"] else "test" if site in sp["test"] else "none"
 
-# %% ../nbs/00_config.ipynb #cc00a777
+# %% ../nbs/00_config.ipynb #e5adaaa0
 def append_jsonl(path, obj) -> None:
     "Append one JSON line in a single write (O_APPEND): concurrent writers and a SIGKILL never leave a torn line behind."
     data = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try: os.write(fd, data)
     finally: os.close(fd)
+
+def short(text, n=90) -> str:
+    "Text on one line, cut to n characters with '...' (memories, reports and descriptors all shorten this way)."
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n - 3].rstrip() + "..."
 
 def comma_list(s) -> list:
     "'a, b,,c' -> ['a', 'b', 'c']"

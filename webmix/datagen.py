@@ -13,14 +13,14 @@ __all__ = ['TEMPLATES', 'COMMENTS', 'PEOPLE', 'TEXTS', 'MID_SHARE', 'MAKERS', 'C
            'upload_name', 'make_upload', 'form_fields', 'create_task', 'new_record', 'make_create', 'edit_task',
            'make_edit', 'make_field', 'make_delete', 'make_comment', 'make_login', 'make_logout', 'make_home', 'crumbs',
            'make_crumb', 'make_menu', 'make_board', 'make_signature', 'make_tasks', 'interleave', 'all_tasks',
-           'DriverError', 'node_text', 'descriptor', 'event_target', 'css', 'Live', 'step', 'short', 'locate',
-           'into_view', 'settle', 'finish', 'click', 'type_into', 'query_holds', 'drag_slider', 'apply_list',
-           'drive_list', 'drive_count', 'drive_report', 'drive_detail', 'drive_copy', 'drive_download', 'drive_upload',
-           'fill_form', 'drive_form', 'drive_delete', 'drive_comment', 'drive_login', 'drive_logout', 'drive_nav',
-           'drive_board', 'drive_signature', 'Driver', 'trajectory_of', 'run_task', 'read_results', 'summarize',
-           'by_family', 'summary_table', 'datagen', 'run_datagen', 'kept_ids', 'write_pool', 'add_datagen_cli']
+           'DriverError', 'node_text', 'descriptor', 'event_target', 'css', 'Live', 'step', 'locate', 'into_view',
+           'settle', 'finish', 'click', 'type_into', 'query_holds', 'drag_slider', 'apply_list', 'drive_list',
+           'drive_count', 'drive_report', 'drive_detail', 'drive_copy', 'drive_download', 'drive_upload', 'fill_form',
+           'drive_form', 'drive_delete', 'drive_comment', 'drive_login', 'drive_logout', 'drive_nav', 'drive_board',
+           'drive_signature', 'Driver', 'trajectory_of', 'run_task', 'read_results', 'summarize', 'by_family',
+           'summary_table', 'datagen', 'run_datagen', 'kept_ids', 'write_pool', 'add_datagen_cli']
 
-# %% ../nbs/05_datagen.ipynb #375d35be
+# %% ../nbs/05_datagen.ipynb #339ba530
 from . import harness as H            # first: it sets browser-use's offline environment before its import
 
 import asyncio, hashlib, json, math, os, random, re, shutil, sys, threading, time, traceback
@@ -34,10 +34,10 @@ from werkzeug.datastructures import MultiDict
 
 from .catalog import FAMILY_OF, MACROS, QA_MACROS, macros_for_control
 from .checks import gate
-from .config import MAX_STEPS, SITES_DIR, append_jsonl, comma_list, ports_arg, split_of
+from .config import MAX_STEPS, SITES_DIR, append_jsonl, comma_list, ports_arg, short, split_of
 from .miniweb import Servers, fmt_value, list_query, load_sites
 
-# %% ../nbs/05_datagen.ipynb #865248b4
+# %% ../nbs/05_datagen.ipynb #1049e441
 def _db(site):
     "A private read-only copy of the site's seeded database (one per site and process)."
     if not hasattr(site, "_datagen_db"): site._datagen_db = site.fresh_db()
@@ -60,7 +60,7 @@ def query_url(path, args) -> str:
     args = {k: v for k, v in (args or {}).items() if v not in (None, "", [])}
     return path + ("?" + urlencode(args, doseq=True) if args else "")
 
-# %% ../nbs/05_datagen.ipynb #0efbf1be
+# %% ../nbs/05_datagen.ipynb #c0446323
 class Ctx:
     def __init__(self, site, smap, control, macro, rng):
         self.site, self.smap, self.c, self.macro, self.rng = site, smap, control, macro, rng
@@ -127,7 +127,7 @@ def quoted(text) -> str:
     if not t or t.startswith('"') or re.fullmatch(r"[$€£]?[\d.,:/-]+", t): return t
     return f'"{t}"' if len(t.split()) >= 3 or re.search(r"[?!:;,.]", t.rstrip(".")) else t
 
-# %% ../nbs/05_datagen.ipynb #50395200
+# %% ../nbs/05_datagen.ipynb #a389a46f
 TEMPLATES = {
     "filter_by_dropdown": [
         "Show only {opt} {items} using the {label} filter.",
@@ -299,7 +299,7 @@ TEMPLATES = {
         "Fill in the {page} page: name {name}, then sign and save."],
 }
 
-# %% ../nbs/05_datagen.ipynb #39197a9e
+# %% ../nbs/05_datagen.ipynb #adfd7e54
 COMMENTS = ["Arrived on time and well packed.", "Exactly as described, thank you!", "Could you confirm the delivery date?",
             "Great quality for the price.", "Please double-check the address before shipping.", "Works as expected so far.",
             "The colour is a bit darker than in the photo.", "Would order again.", "Can this be gift wrapped?"]
@@ -363,7 +363,7 @@ def stored(site, cname, fn, v):
     t = site.collections[cname]["fields"][fn]["type"]
     return (1 if v else 0) if t == "bool" else v
 
-# %% ../nbs/05_datagen.ipynb #ed44efcd
+# %% ../nbs/05_datagen.ipynb #bdec8e64
 MID_SHARE = 0.3          # share of list-page tasks that start mid-chain, after a prefix macro
 MAKERS = {}
 
@@ -404,7 +404,7 @@ def _and(items):
     items = [str(i) for i in items]
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
-# %% ../nbs/05_datagen.ipynb #3510345d
+# %% ../nbs/05_datagen.ipynb #8cb4c1c0
 PREFIX_MACRO = {"dropdown": "filter_by_dropdown", "checkbox": "filter_by_options", "radio": "filter_by_options",
                 "tabs": "switch_tab", "sort": "sort_by_form"}
 
@@ -497,7 +497,7 @@ def prefixed_option(ctx):
     if o is None and prefix: args, prefix, o = {}, None, pick_option(ctx, ctx.c, {})
     return args, prefix, o
 
-# %% ../nbs/05_datagen.ipynb #24ec83f0
+# %% ../nbs/05_datagen.ipynb #5e31b028
 def _list_task(ctx, args, prefix, option, words, verifier=None):
     q = filter_query(ctx.c, option)
     return make_task(ctx, ctx.say(ctx.macro, **words), query_url(ctx.list_path, args), option,
@@ -543,7 +543,7 @@ def make_paginate(ctx):
     return make_task(ctx, ctx.say(key, items=ctx.items, n=o["page"]), query_url(ctx.list_path, args), o,
                      req(ctx.list_path, filter_query(ctx.c, o), final=True), prefix)
 
-# %% ../nbs/05_datagen.ipynb #9a2e6cf0
+# %% ../nbs/05_datagen.ipynb #d56fa4de
 def condition(ctx, o) -> str:
     c, lab = ctx.c, lower_label(ctx.c.get("label", ""))
     k = c["kind"]
@@ -603,7 +603,7 @@ def make_open_detail(ctx):
     return make_task(ctx, ctx.say("open_detail", title=ctx.title(row), items=ctx.items), query_url(ctx.list_path, args),
                      {"record": row["id"], "title": ctx.title(row)}, req(f"{ctx.list_path}/{row['id']}"), prefix)
 
-# %% ../nbs/05_datagen.ipynb #c249b44d
+# %% ../nbs/05_datagen.ipynb #790a4531
 @maker("copy_to_clipboard")
 def make_copy(ctx):
     c = ctx.c
@@ -653,7 +653,7 @@ def make_upload(ctx):
                      {"kind": "change", "collection": ctx.cname, "op": "create", "fields": {"filename": name}},
                      verifier={"checks": [{"kind": "event", "action": "upload", "target": ctx.c["control_id"]}]})
 
-# %% ../nbs/05_datagen.ipynb #87f881b5
+# %% ../nbs/05_datagen.ipynb #0309b46a
 def form_fields(ctx, form_id) -> list:
     "The field names of a create or edit form, from its sitemap control."
     fc = next((c for c in ctx.smap["controls"] if c["control_id"] == form_id), None)
@@ -744,7 +744,7 @@ def make_comment(ctx):
                      {"kind": "change", "collection": "comments", "op": "create",
                       "fields": {"body": body, "record": row["id"], "target": spec_coll}})
 
-# %% ../nbs/05_datagen.ipynb #0f1f2972
+# %% ../nbs/05_datagen.ipynb #4e602d78
 from .miniweb import USER
 
 @maker("authenticate_by_form")
@@ -761,7 +761,7 @@ def make_logout(ctx):
     return make_task(ctx, ctx.say("log_out", site=ctx.site.title), ctx.url(), {},
                      req(ctx.site.url("/logout"), method="POST"), scope=[])
 
-# %% ../nbs/05_datagen.ipynb #bc88cbe1
+# %% ../nbs/05_datagen.ipynb #35dfe140
 def _start_of(ctx):
     "(url, record row or None) of a fresh start on the control's page."
     if ctx.on_record:
@@ -809,7 +809,7 @@ def make_menu(ctx):
     return make_task(ctx, ctx.say("open_menu_item", target=o["text"]), url, {"text": o["text"], "value": o["value"]},
                      req(o["value"]), scope=[])
 
-# %% ../nbs/05_datagen.ipynb #5567b048
+# %% ../nbs/05_datagen.ipynb #46f5295f
 @maker("reorder_by_drag")
 def make_board(ctx):
     c = ctx.c
@@ -843,7 +843,7 @@ def make_signature(ctx):
                      {"kind": "change", "collection": ctx.cname, "op": "create", "fields": {"signer": name}},
                      verifier={"checks": [{"kind": "event", "action": "draw", "target": c["control_id"]}]})
 
-# %% ../nbs/05_datagen.ipynb #a54477ec
+# %% ../nbs/05_datagen.ipynb #1fff573c
 def make_tasks(site_name, per_control=1, seed=0, macros=None, sites_dir=SITES_DIR) -> list:
     "Task dicts for every control of a site's sitemap (see the format above)."
     site = load_sites(sites_dir)[site_name]
@@ -874,7 +874,7 @@ def all_tasks(sites=None, macros=None, per_control=1, seed=0, sites_dir=SITES_DI
     names = sites or sorted(load_sites(sites_dir))
     return interleave([t for s in names for t in make_tasks(s, per_control, seed, macros, sites_dir)])
 
-# %% ../nbs/05_datagen.ipynb #efafbeb1
+# %% ../nbs/05_datagen.ipynb #2fc4df6c
 class DriverError(Exception):
     "The driver cannot go on: the message is the attempt's cause of rejection."
 
@@ -968,16 +968,12 @@ class Live:
         return (await self.js(f"(document.querySelector({json.dumps(selector)}) || {{}}).innerText || ''")).strip()
     async def normalized(self, points): return await H.to_normalized(self.bs, points)
 
-# %% ../nbs/05_datagen.ipynb #40830020
+# %% ../nbs/05_datagen.ipynb #af85d52f
 def step(action, params=None, memory="", goal="", after="", ev=None, node=None, element=None, value=None, to=None):
     "One scripted reply: a browser-use action with its memory line and next goal (`to`: a drag's drop target)."
     return {"action": action, "params": dict(params or {}), "memory": memory, "goal": goal, "after": after, "ev": ev,
             "element": element if element is not None else (descriptor(node) if node is not None else None),
             "value": value, "to": to}
-
-def short(text, n=90) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[:n - 3].rstrip() + "..."
 
 async def locate(lv, cid, what, tries=4, **kw):
     "Find an element of control cid (kw as Live.find), scrolling down when it is not listed yet; sets lv.found."
@@ -1034,7 +1030,7 @@ async def type_into(lv, cid, what, text, memory, **kw):
     yield step("input", {"index": i, "text": str(text), "clear": True}, memory=memory, goal=f"Type {text} into {what}",
                after=f"{what} holds {text}", node=node, value=str(text))
 
-# %% ../nbs/05_datagen.ipynb #8db933b2
+# %% ../nbs/05_datagen.ipynb #c2df9c88
 THUMB_PX = 16          # Chromium's default range thumb width
 
 def query_holds(lv, q) -> bool:
@@ -1134,7 +1130,7 @@ async def drive_count(lv, t):
     if not n: raise DriverError("the list shows no result count")
     async for s in finish(lv, f"With {option_text(c, t['option'])} applied the list reports {n} results.", answer=n): yield s
 
-# %% ../nbs/05_datagen.ipynb #1b90a5ac
+# %% ../nbs/05_datagen.ipynb #0ad2aade
 async def drive_report(lv, t):
     o, cid = t["option"], t["control"]["control_id"]
     record = f"{urlsplit(t['start']['url']).path}/{o['record']}"
@@ -1261,7 +1257,7 @@ async def drive_nav(lv, t):
     async for s in settle(lv, lambda: lv.path == target.rstrip("/"), f"the page {target}"): yield s
     async for s in finish(lv, f"The page {target} is open."): yield s
 
-# %% ../nbs/05_datagen.ipynb #5913b289
+# %% ../nbs/05_datagen.ipynb #63e00fa2
 async def drive_board(lv, t):
     o, cid = t["option"], t["control"]["control_id"]
     card, col = css(cid, o["record"], "card"), css(cid, o["column"], "column")
@@ -1302,7 +1298,7 @@ async def drive_signature(lv, t):
     async for s in settle(lv, lambda: bool(lv.arg("saved")), "the saved signature"): yield s
     async for s in finish(lv, f"Signed as {o['signer']} and saved."): yield s
 
-# %% ../nbs/05_datagen.ipynb #beb5bb2f
+# %% ../nbs/05_datagen.ipynb #52c252f4
 DRIVERS = {
     **{m: drive_list for m in ("filter_by_dropdown", "filter_by_options", "filter_by_slider", "filter_by_date_range",
                                "sort_by_form", "switch_tab", "paginate", "search_by_text")},
@@ -1314,7 +1310,7 @@ DRIVERS = {
     "reorder_by_drag": drive_board, "draw_signature": drive_signature,
 }
 
-# %% ../nbs/05_datagen.ipynb #6a5fc17d
+# %% ../nbs/05_datagen.ipynb #ee94b633
 EVENT_ACTIONS = {"click": "click", "select_dropdown": "select", "input": "type", "drag": "drag", "draw": "draw",
                  "upload_file": "upload"}
 
@@ -1383,7 +1379,7 @@ class Driver:
         "The harness-style action events of the episode: {type: action, action, target, value}."
         return [{"type": "action", **s["event"]} for s in self.steps if s.get("event")]
 
-# %% ../nbs/05_datagen.ipynb #f174ae26
+# %% ../nbs/05_datagen.ipynb #0d955c7e
 TIMEOUT_S = 150
 
 def _write_json(path, obj):
@@ -1482,7 +1478,7 @@ async def run_task(task, base, out, headless=True, timeout=TIMEOUT_S, net_log=No
     shutil.move(str(tmp), str(dest))
     return res
 
-# %% ../nbs/05_datagen.ipynb #f1f490ec
+# %% ../nbs/05_datagen.ipynb #d5385cd3
 def read_results(out) -> list:
     "Every result line of a run (a torn last line is skipped)."
     p = Path(out) / "results.jsonl"
@@ -1569,7 +1565,7 @@ def run_datagen(out, sites=None, macros=None, per_control=1, seed=0, workers=1, 
     except RuntimeError: return asyncio.run(coro)
     with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()     # inside a notebook's loop
 
-# %% ../nbs/05_datagen.ipynb #1a0e40a1
+# %% ../nbs/05_datagen.ipynb #93468a9b
 def kept_ids(run) -> dict:
     "{task_id: site} of a run's kept trajectories (the latest result of each id decides)."
     last = {}
@@ -1586,7 +1582,7 @@ def write_pool(runs, out, split="all") -> list:
     Path(out).write_text("".join(i + "\n" for i in ids))
     return ids
 
-# %% ../nbs/05_datagen.ipynb #71be7e5d
+# %% ../nbs/05_datagen.ipynb #d0494d15
 def _datagen_cmd(args):
     s = run_datagen(args.out, args.sites, args.macros, args.per_control, args.seed, args.workers, args.ports, args.limit,
                     args.headful)

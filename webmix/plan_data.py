@@ -9,7 +9,7 @@ __all__ = ['VERSION', 'EXECUTOR', 'HOME_STEP', 'DEFAULT_PORTS', 'MERGE_ASK', 'FI
            'run_chain', 'kept_dirs', 'pool_items', 'done_ids', 'run_sync', 'summarize', 'run_plan_data',
            'cli_plan_data', 'add_plan_data_cli']
 
-# %% ../nbs/09_plan_data.ipynb #8a5e5818
+# %% ../nbs/09_plan_data.ipynb #f87993bd
 import argparse, asyncio, json, os, re, shutil, time
 from collections import Counter
 from functools import cache
@@ -22,12 +22,12 @@ from . import harness as H
 from . import agent as PA
 from . import replay as R
 from . import checks, config
-from .config import append_jsonl, int_list, ports_arg
+from .config import append_jsonl, int_list, ports_arg, short
 from .catalog import FAMILY_OF, QA_MACROS
 from .chains import chain_key, chain_specs, values
 from .miniweb import Servers, load_sites
 
-# %% ../nbs/09_plan_data.ipynb #119a6d98
+# %% ../nbs/09_plan_data.ipynb #32e9eb88
 VERSION = PA.DEFAULT_VERSION                 # the planner version of the seeds' runs (v6)
 EXECUTOR = "webmix-executor"                 # the specialists' model name, as pick_model gives it to the reports
 HOME_STEP = "Go to the home page of {site} with the site's own home link."
@@ -35,7 +35,7 @@ DEFAULT_PORTS = (8320, 8321)
 
 def default_out() -> Path: return config.data_dir() / "rows" / "planner" / "v1"
 
-# %% ../nbs/09_plan_data.ipynb #d9f25213
+# %% ../nbs/09_plan_data.ipynb #4655cb8f
 MERGE_ASK = ("Rewrite these requests to a web assistant as ONE natural request that asks for all of them, in this "
              "order. Keep every name, label, number and value exactly as written; add nothing.\n{items}\n"
              "Reply with the merged request only.")
@@ -55,7 +55,7 @@ async def merge_all(instructions):
                               tries=1, max_tokens=300)
     return (text, "merged") if _keeps_values(text, instructions) else (joined, "joined")
 
-# %% ../nbs/09_plan_data.ipynb #2c562f99
+# %% ../nbs/09_plan_data.ipynb #6aa7a475
 FINAL_ASK = ("You are the planner in the conversation above, and the task is complete. Write the final message to the "
              "user in one or two sentences: what was done{answer}. Reply with plain text only, not JSON.")
 
@@ -77,10 +77,6 @@ async def _ask(messages, prompt, key, need=None, tries=3):
     "The memory model's `key` ('memory' or 'final') for the planner's messages, cleaned; None without one."
     return await R.ask_memory(messages, prompt, parse=lambda t: _plain(t, key), need=need, tries=tries)
 
-def _short(text, n=90):
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[:n - 3].rstrip() + "..."
-
 def _trip(x) -> bool:
     "Is this turn a trip home (a step of the chain's construction, not of the request)?"
     return x["kind"] == "delegate" and bool(x.get("home"))
@@ -90,8 +86,8 @@ def template_memory(turns, t):
     items = [x for x in turns if x["kind"] == "delegate" and not _trip(x)]
     turn = turns[t]
     if t == 0:
-        check = " ".join(f"{i + 1}) {_short(x['instruction'], 70)}" for i, x in enumerate(items))
-        return f"Checklist: {check} Next: {turn['family']}: {_short(turn['instruction'])}"
+        check = " ".join(f"{i + 1}) {short(x['instruction'], 70)}" for i, x in enumerate(items))
+        return f"Checklist: {check} Next: {turn['family']}: {short(turn['instruction'])}"
     prev = turns[t - 1]
     done = sum(1 for x in turns[:t] if x["kind"] == "delegate" and not _trip(x))
     said = (f"The {prev['family']} step is done, as its report and page check show." if not _trip(prev)
@@ -100,9 +96,9 @@ def template_memory(turns, t):
         ans = turn.get("answer")
         return f"{said} All {len(items)} checklist items are done." + (f" The answer is {ans}." if ans else "")
     left = ", ".join(str(i + 1) for i in range(done, len(items)))
-    return f"{said} Done: {done} of {len(items)}; left: {left}. Next: {turn['family']}: {_short(turn['instruction'])}"
+    return f"{said} Done: {done} of {len(items)}; left: {left}. Next: {turn['family']}: {short(turn['instruction'])}"
 
-# %% ../nbs/09_plan_data.ipynb #1d312199
+# %% ../nbs/09_plan_data.ipynb #2de60854
 class PlannerScript:
     "The planner's scripted model: turn t answers with the chain's t-th step and records the planner's input."
     def __init__(self, turns, rows_dir):
@@ -130,7 +126,7 @@ class PlannerScript:
         self.seconds += time.perf_counter() - t0
         return content
 
-# %% ../nbs/09_plan_data.ipynb #0afebd7e
+# %% ../nbs/09_plan_data.ipynb #28a18e7b
 class ScriptedTeam(PA.Team):
     "The planner's own delegate, each specialist's model replaced by the replay of its part."
     def __init__(self, bs, base, steps, rows_dir, overall, budget):
@@ -159,7 +155,7 @@ class ScriptedTeam(PA.Team):
         self.agents.append(agent)
         return agent
 
-# %% ../nbs/09_plan_data.ipynb #d9c4d4a8
+# %% ../nbs/09_plan_data.ipynb #5b7d3996
 def site_name(site: str) -> str:
     "A site's name as its pages show it: its spec's title (the site's key when it has none)."
     s = load_sites().get(site)
@@ -187,7 +183,7 @@ def chain_steps(chain, parts) -> list:
                       "plan": R.build_plan(p["traj"], p["elements"]), "part": p, "macro": r["macro"]})
     return steps
 
-# %% ../nbs/09_plan_data.ipynb #5a0c88f5
+# %% ../nbs/09_plan_data.ipynb #49ffcf47
 @cache
 def schema(name: str) -> dict:
     "A JSON Schema shipped in webmix/schemas/ ('plan_row', 'plan_episode')."
@@ -218,7 +214,7 @@ def validate_chain(d) -> list:
                 if url and not (d / url).is_file(): out.append(f"rows.jsonl line {i + 1}: missing screenshot {url}")
     return out
 
-# %% ../nbs/09_plan_data.ipynb #d371f271
+# %% ../nbs/09_plan_data.ipynb #87254db2
 def _episode(cid, chain, first, instruction, how, turns, answer, budget, turns_cap, response_format) -> dict:
     return {"task_id": cid, "site": chain[0][0]["site"], "instruction": instruction, "instruction_by": how,
             "start_url": first["start"]["url"], "parts": [r["id"] for r, _ in chain], "via": [v for _, v in chain],
@@ -320,7 +316,7 @@ async def run_chain(chain, base, out_root, headless=True, budget=H.MAX_STEPS, tu
     res["timing"] = {k: round(v, 3) for k, v in timing.items()}
     return res
 
-# %% ../nbs/09_plan_data.ipynb #e0d8917e
+# %% ../nbs/09_plan_data.ipynb #b40b3257
 def _run_dirs(runs) -> list:
     "Run folders: `runs` is a folder of runs, one run (it has accepted/), or a list of either."
     out = []
@@ -348,7 +344,7 @@ def pool_items(pool=None, qa=True, runs=None) -> list:
         if ids is None or tid in ids or (qa and traj.get("macro") in QA_MACROS): items.append((tid, d))
     return sorted(items)
 
-# %% ../nbs/09_plan_data.ipynb #da151677
+# %% ../nbs/09_plan_data.ipynb #862c73ad
 def done_ids(path) -> set:
     "The task ids already in a results.jsonl (a torn last line is removed)."
     p = Path(path)
@@ -363,7 +359,7 @@ def done_ids(path) -> set:
         except (ValueError, KeyError, TypeError): pass
     return ids
 
-# %% ../nbs/09_plan_data.ipynb #348245cc
+# %% ../nbs/09_plan_data.ipynb #13f06bdb
 def run_sync(coro):
     "Run a coroutine to its end from sync code, also where an event loop already runs (a notebook): then in a thread."
     try: asyncio.get_running_loop()
@@ -438,7 +434,7 @@ def run_plan_data(out=None, chains=40, pool=None, sizes=(2, 3, 4), seed=0, limit
     print(json.dumps(summary, indent=1), flush=True)
     return summary
 
-# %% ../nbs/09_plan_data.ipynb #3d2534fb
+# %% ../nbs/09_plan_data.ipynb #3273a74a
 def _shard_arg(s):
     m = re.fullmatch(r"(\d+)/(\d+)", s or "")
     if not m or not int(m.group(1)) < int(m.group(2)): raise argparse.ArgumentTypeError(f"--shard wants k/n with k < n, not {s!r}")
