@@ -86,3 +86,15 @@ def test_resume_skips_done_attempts_and_pool(run, tmp_path):
     assert ids == (tmp_path / "pool.txt").read_text().split() and set(ids) == set(D.kept_ids(run["dir"]))
     train = D.write_pool([run["dir"]], tmp_path / "train.txt", split="train")
     assert set(train) <= set(ids)
+
+
+def test_a_step_keeps_its_screenshot_when_browser_uses_times_out(monkeypatch, tmp_path):
+    "On a busy machine browser-use's screenshot can time out; the driver then takes the page itself, before the action."
+    monkeypatch.setenv("TIMEOUT_ScreenshotEvent", "0.0001")      # browser-use's own screenshot now always fails
+    task = next(t for t in D.make_tasks("shop") if t["macro"] == "filter_by_dropdown")
+    res = D.run_datagen(tmp_path / "run", tasks=[task], ports=tuple(free_ports(1)), progress=False)
+    assert res["_all"]["kept"] == 1, D.read_results(tmp_path / "run")
+    d = tmp_path / "run" / "accepted" / task["task_id"]
+    steps = json.loads((d / "trajectory.json").read_text())["steps"]
+    shots = [d / f"step_{k}.png" for k in range(1, len(steps) + 1)]
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in shots)

@@ -1319,7 +1319,7 @@ class Driver:
         self.bs, self.base, self.task = bs, base, task
         self.lv = Live(bs, base, task, files)
         self.gen = DRIVERS[task["macro"]](self.lv, task)
-        self.steps, self.seen, self.elements = [], [], []
+        self.steps, self.seen, self.elements, self.shots = [], [], [], []
         self.agent, self.error, self.finished, self.answer = None, None, False, None
 
     def _previous_error(self):
@@ -1351,6 +1351,7 @@ class Driver:
 
     async def respond(self, messages, output_format):
         sm = self.lv.selector_map
+        self.shots.append(await H.own_screenshot(self.bs, messages))    # when browser-use's timed out
         try: self.seen.append(await H.seen(self.bs))
         except Exception: self.seen.append("")
         self.elements.append({str(i): descriptor(n) for i, n in sm.items()})
@@ -1455,9 +1456,10 @@ async def run_task(task, base, out, headless=True, timeout=TIMEOUT_S, net_log=No
         shots = _screenshots(history, driver)
         for k, p in enumerate(shots):
             if p and Path(p).exists(): shutil.copy(p, tmp / f"step_{k + 1}.png")
+            elif k < len(driver.shots) and driver.shots[k]: (tmp / f"step_{k + 1}.png").write_bytes(driver.shots[k])
         missing = [k + 1 for k in range(len(driver.steps)) if not (tmp / f"step_{k + 1}.png").exists()]
         if res["ok"] and missing:                  # a kept step needs the screenshot its model call saw
-            res.update(ok=False, cause=f"no screenshot for step {', '.join(map(str, missing))} (browser-use took none)")
+            res.update(ok=False, cause=f"no screenshot for step {', '.join(map(str, missing))} (none could be taken)")
     except asyncio.TimeoutError:
         res["cause"] = f"timeout after {timeout}s" + (f" at step {len(driver.steps)}" if driver else "")
     except asyncio.CancelledError:

@@ -8,12 +8,12 @@ __all__ = ['OFFLINE_ENV', 'PROCESS_DIR', 'CHROMIUM', 'DEAD', 'VIEWPORT', 'SESSIO
            'NORMALIZED', 'ROUTER_NOTES', 'QUIET_PREFS', 'NOT_A_HOST', 'VISIBLE_TEXT', 'AGENT_KWARGS', 'chromium_args',
            'HarnessSession', 'make_session', 'close_session', 'is_loopback', 'loopback_only', 'net_log_hosts', 'goto',
            'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state', 'session_flags', 'prepare',
-           'enable_clipboard', 'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized',
-           'element_index', 'stroke', 'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools', 'ScriptedChat',
-           'make_llm', 'instruction']
+           'enable_clipboard', 'has_screenshot', 'own_screenshot', 'with_screenshot', 'use_normalized_coordinates',
+           'viewport_size', 'to_pixels', 'to_normalized', 'element_index', 'stroke', 'DragAction', 'Point',
+           'DrawAction', 'PasteAction', 'make_tools', 'ScriptedChat', 'make_llm', 'instruction']
 
 # %% ../nbs/04_harness.ipynb #baaaf972
-import asyncio, atexit, inspect, ipaddress, json, os, shutil, sys, tempfile, threading, weakref
+import asyncio, atexit, base64, inspect, ipaddress, json, os, shutil, sys, tempfile, threading, weakref
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -50,6 +50,7 @@ import psutil
 from pydantic import BaseModel, Field, PrivateAttr
 from browser_use import Agent, BrowserSession, Tools
 from browser_use.agent.views import ActionResult
+from browser_use.llm.messages import ContentPartImageParam, ContentPartTextParam, ImageURL
 from browser_use.llm.views import ChatInvokeCompletion
 from .config import MAX_STEPS          # re-exported with Agent: runners use H.MAX_STEPS, H.Agent
 from .llm import openai_key            # the one place API keys are read from the environment
@@ -330,6 +331,26 @@ async def enable_clipboard(bs, agent=None) -> None:
         # a new list: the history item of the last step holds the old one
         agent.state.last_result = [*(agent.state.last_result or []),
                                    ActionResult(extracted_content=str(note), include_extracted_content_only_once=True)]
+
+# %% ../nbs/04_harness.ipynb #2575ad9c
+def has_screenshot(messages) -> bool:
+    "Whether browser-use's newest message to the model carries the page's screenshot."
+    content = getattr(messages[-1], "content", None) if messages else None
+    return isinstance(content, list) and any(getattr(p, "type", None) == "image_url" for p in content)
+
+async def own_screenshot(bs, messages) -> bytes | None:
+    "The page as PNG bytes when browser-use's screenshot is missing from `messages` (None when it is there or fails)."
+    if has_screenshot(messages): return None
+    try: return await bs.take_screenshot()
+    except Exception: return None                  # the caller reports the missing screenshot
+
+async def with_screenshot(bs, messages) -> list:
+    "`messages` with the page's screenshot added to the newest one, as browser-use adds it, when its own is missing."
+    if not (png := await own_screenshot(bs, messages)): return messages
+    last, url = messages[-1], "data:image/png;base64," + base64.b64encode(png).decode()
+    text = last.content if isinstance(last.content, list) else [ContentPartTextParam(text=str(last.content or ""))]
+    image = ContentPartImageParam(image_url=ImageURL(url=url, media_type="image/png", detail="auto"))
+    return [*messages[:-1], last.model_copy(update={"content": [*text, ContentPartTextParam(text="Current screenshot:"), image]})]
 
 # %% ../nbs/04_harness.ipynb #bef9340e
 def use_normalized_coordinates(bs, on: bool = True) -> None:

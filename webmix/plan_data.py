@@ -101,13 +101,14 @@ def template_memory(turns, t):
 # %% ../nbs/09_plan_data.ipynb #2de60854
 class PlannerScript:
     "The planner's scripted model: turn t answers with the chain's t-th step and records the planner's input."
-    def __init__(self, turns, rows_dir):
-        self.turns, self.rows_dir = turns, Path(rows_dir)
+    def __init__(self, turns, rows_dir, bs=None):
+        self.turns, self.rows_dir, self.bs = turns, Path(rows_dir), bs
         self.t, self.rows, self.response_format, self.seconds = 0, [], None, 0.0
 
     async def respond(self, messages, response_format):
         t0 = time.perf_counter()
         self.response_format = response_format
+        if self.bs is not None: messages = await H.with_screenshot(self.bs, messages)   # browser-use's timed out
         if self.t >= len(self.turns): raise RuntimeError("script exhausted but the planner asked for another turn")
         turn = self.turns[self.t]
         if turn["kind"] == "delegate":
@@ -269,7 +270,7 @@ async def run_chain(chain, base, out_root, headless=True, budget=H.MAX_STEPS, tu
         await H.prepare(bs, base, first)
         timing["browser"] += time.perf_counter() - t
         team = ScriptedTeam(bs, base, steps, tmp, instruction, budget)
-        script = PlannerScript(turns, tmp)
+        script = PlannerScript(turns, tmp, bs)
         planner = PA.planner_agent(bs, instruction, base + first["start"]["url"], R.replay_llm(script, "planner"), team, VERSION)
         H.use_normalized_coordinates(bs)
         t = time.perf_counter()

@@ -289,6 +289,7 @@ class Replayer:
         loop = asyncio.get_running_loop()
         t = loop.time()
         self.seen.append(await H.seen(self.bs))
+        if self.out_dir is not None: messages = await H.with_screenshot(self.bs, messages)   # browser-use's timed out
         self.timing["seen"] += loop.time() - t
         if self.calls == 0 and (top := await self._to_top()):
             return await self._answer(messages, response_format, *top)
