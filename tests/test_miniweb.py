@@ -1181,3 +1181,15 @@ def test_servers_keep_answering_under_concurrent_load(free_port):
         with ThreadPoolExecutor(n_clients) as pool: done = sum(pool.map(client, range(n_clients)))
         assert not failures, f"the server stopped answering after {done} of {n_clients * n_each} requests: {failures[:3]}"
         assert requests.get(srv.bases[0] + "/_admin/sites", timeout=20).status_code == 200
+
+
+def test_each_server_process_runs_on_one_cpu_of_its_own():
+    "A GIL-bound server spread over cores pays a cross-core hand-off per GIL switch: Servers pins each to one CPU, in turn."
+    import os, psutil
+    from webmix.miniweb import Servers, free_ports
+    allowed = sorted(os.sched_getaffinity(0))
+    with Servers(ports=free_ports(2)) as srv:
+        pinned = [psutil.Process(p.pid).cpu_affinity() for p in srv.procs]
+        assert all(requests.get(b + "/sites/shop", timeout=20).status_code == 200 for b in srv.bases)
+    assert pinned == [[allowed[0]], [allowed[1 % len(allowed)]]], pinned
+    assert sorted(os.sched_getaffinity(0)) == allowed                   # the caller itself is not pinned

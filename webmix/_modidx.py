@@ -458,6 +458,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'webmix.miniweb.load_site': ('miniweb.html#load_site', 'webmix/miniweb.py'),
                                 'webmix.miniweb.load_sites': ('miniweb.html#load_sites', 'webmix/miniweb.py'),
                                 'webmix.miniweb.page_path': ('miniweb.html#page_path', 'webmix/miniweb.py'),
+                                'webmix.miniweb.pin_to_one_cpu': ('miniweb.html#pin_to_one_cpu', 'webmix/miniweb.py'),
                                 'webmix.miniweb.render': ('miniweb.html#render', 'webmix/miniweb.py'),
                                 'webmix.miniweb.seed_rows': ('miniweb.html#seed_rows', 'webmix/miniweb.py'),
                                 'webmix.miniweb.serve': ('miniweb.html#serve', 'webmix/miniweb.py'),

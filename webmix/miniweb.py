@@ -11,7 +11,7 @@ __all__ = ['FIELD_TYPES', 'PAGE_KINDS', 'FILTER_WIDGETS', 'LAYOUTS', 'LIST_STYLE
            'clean_form', 'Bad', 'create_app', 'fmt_value', 'css_value', 'render', 'dispatch', 'view_home', 'view_info',
            'view_login', 'view_list', 'view_list_tail', 'view_detail', 'add_comment', 'edit_form', 'defaults_for',
            'export_csv', 'view_board', 'board_move', 'view_signature', 'view_upload', 'upload_download', 'site_summary',
-           'serve', 'free_ports', 'Servers']
+           'pin_to_one_cpu', 'serve', 'free_ports', 'Servers']
 
 # %% ../nbs/01_miniweb.ipynb #de05a8bd
 import atexit, csv, ctypes, hashlib, io, ipaddress, json, logging, math, os, random, re, secrets, signal, socket, sqlite3, subprocess, sys, tempfile, threading, time
@@ -983,9 +983,17 @@ def site_summary(site):
             "control_kinds": sorted({c.kind for c in site.controls}), "collections": sorted(site.collections)}
 
 # %% ../nbs/01_miniweb.ipynb #cb1094ca
-def serve(port, sites_dir=SITES_DIR, threads=8, host="127.0.0.1"):
-    "Serve MiniWeb on one port in this process (blocks)."
+def pin_to_one_cpu(key: int) -> int | None:
+    "Keep this process on one of the CPUs it may use, picked by `key`; the CPU, or None where there is no affinity."
+    if not hasattr(os, "sched_setaffinity"): return None
+    cpus = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu := cpus[key % len(cpus)]})
+    return cpu
+
+def serve(port, sites_dir=SITES_DIR, threads=8, host="127.0.0.1", cpu=None):
+    "Serve MiniWeb on one port in this process (blocks), pinned to one CPU (`cpu`, else picked by the port)."
     from waitress import serve as waitress_serve
+    pin_to_one_cpu(port if cpu is None else cpu)          # before waitress starts its threads: they inherit it
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)   # a line per queued request is noise under load
     waitress_serve(create_app(sites_dir), host=host, port=int(port), threads=threads, ident="miniweb",
                    connection_limit=1000, channel_timeout=60, asyncore_use_poll=True)
@@ -1024,8 +1032,8 @@ class Servers:
         atexit.register(self.stop)
         self._on_sigterm()
         try:
-            for p in self.ports:
-                code = f"from webmix.miniweb import serve; serve({p}, {self.sites_dir!r}, {self.threads})"
+            for i, p in enumerate(self.ports):             # one CPU each, in turn
+                code = f"from webmix.miniweb import serve; serve({p}, {self.sites_dir!r}, {self.threads}, cpu={i})"
                 err = tempfile.TemporaryFile()          # a file, not a pipe: a pipe nobody reads fills up and blocks the server
                 self.procs.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=err,
                                                    start_new_session=True, preexec_fn=_die_with_parent))
