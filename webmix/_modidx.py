@@ -495,6 +495,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                   'webmix.plan_data._joined': ('plan_data.html#_joined', 'webmix/plan_data.py'),
                                   'webmix.plan_data._keeps_values': ('plan_data.html#_keeps_values', 'webmix/plan_data.py'),
                                   'webmix.plan_data._not_ran': ('plan_data.html#_not_ran', 'webmix/plan_data.py'),
+                                  'webmix.plan_data._part_ends': ('plan_data.html#_part_ends', 'webmix/plan_data.py'),
                                   'webmix.plan_data._plain': ('plan_data.html#_plain', 'webmix/plan_data.py'),
                                   'webmix.plan_data._problems': ('plan_data.html#_problems', 'webmix/plan_data.py'),
                                   'webmix.plan_data._run': ('plan_data.html#_run', 'webmix/plan_data.py'),

@@ -201,7 +201,8 @@ class Team:
         rep = report(family, outcome(hist, steps, cap, error), history_actions(hist), answer, url, title,
                      self.left, self.budget)
         self.trace.append({**entry, "steps": steps, "answer": answer, "report": rep, "url": url,
-                           "seconds": round(time.perf_counter() - t0, 3), **({"error": error} if error else {})})
+                           "seconds": round(time.perf_counter() - t0, 3), "ended": time.time(),   # the server log's clock
+                           **({"error": error} if error else {})})
         return rep
 
 # %% ../nbs/07_agent.ipynb #53f6f14a

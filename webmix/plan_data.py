@@ -10,7 +10,7 @@ __all__ = ['VERSION', 'EXECUTOR', 'HOME_STEP', 'DEFAULT_PORTS', 'MERGE_ASK', 'FI
            'cli_plan_data', 'add_plan_data_cli']
 
 # %% ../nbs/09_plan_data.ipynb #f87993bd
-import argparse, asyncio, json, os, re, shutil, time
+import argparse, asyncio, json, math, os, re, shutil, time
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -223,13 +223,19 @@ def _episode(cid, chain, first, instruction, how, turns, answer, budget, turns_c
             "executor": EXECUTOR, "budget": budget, "planner_turns": turns_cap,
             "response_format": response_format.model_json_schema() if response_format else {}}
 
-def _gates(parts, entries, events, changes, clip, team):
-    "Every part's gate on the shared session -> (oks, details)."
+def _part_ends(steps, team) -> list:
+    "When each part's own delegation ended (time.time()); inf for one that never ran."
+    ended = [t.get("ended", math.inf) for t in team.trace] + [math.inf] * len(steps)
+    return [ended[k] for k, s in enumerate(steps) if not s.get("home")]
+
+def _gates(parts, steps, entries, events, changes, clip, team):
+    "Every part's gate on the shared session, over the requests and changes up to the end of its delegation."
     seen = [s for rp in team.replayers for s in rp.seen]
     got = next((rp.answer for rp in reversed(team.replayers) if rp.answer is not None), None)
     oks, details = [], []
-    for p in parts:
-        ok, detail, _ = checks.gate(p["task"]["check"], p["task"].get("verifier"), entries, events, changes, clip, got, seen)
+    for p, end in zip(parts, _part_ends(steps, team)):
+        log, done = [e for e in entries if e["t"] <= end], [c for c in changes if c["t"] <= end]
+        ok, detail, _ = checks.gate(p["task"]["check"], p["task"].get("verifier"), log, events, done, clip, got, seen)
         oks.append(bool(ok)); details.append(str(detail))
     return oks, details
 
@@ -280,7 +286,7 @@ async def run_chain(chain, base, out_root, headless=True, budget=H.MAX_STEPS, tu
         entries, changes, clip = await H.backend_state(bs, base)
         events = await R.session_events(bs, base, team.replayers, clip)
         timing["browser"] += time.perf_counter() - t
-        oks, details = _gates(parts, entries, events, changes, clip, team)
+        oks, details = _gates(parts, steps, entries, events, changes, clip, team)
         why = _not_ran(script, team, turns, steps)
         res.update(ok=bool(all(oks) and not why), turns=len(turns), steps=len(steps), instruction_by=how,
                    detail=" | ".join(details)[:300])
