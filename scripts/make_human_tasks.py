@@ -75,6 +75,11 @@ def step(do, control_id=None, value=None, **kw):
     if value is not None: s["value"] = value
     return {**s, **kw}
 
+def after(prefix, macro):
+    "A macro's (steps, check) with `prefix` steps first (the way to the macro's page)."
+    steps, check = macro
+    return [*prefix, *steps], check
+
 def sign_in_link(): return step("click", selector=".account a[href$='/login']")       # the header link has no control id
 def app(site): return step("click", selector=f"a[data-app='{site}']")                  # the portal's app directory
 def menu(site, key, pid): return step("click", f"{key}-menu", url(site, pid))
@@ -372,11 +377,11 @@ def recipes():
         and copy its ingredient list, then in Pigeon Post save a draft to myself ({ME[0]}, {ME[1]}) with the subject
         "{subject}", labelled Personal, with the ingredient list as the message.""", sites=[s, "mail"])
      .add("search_by_text", f"Search the recipes for {cake['name']}",
-          (lambda st, c: ([app(s), menu(s, "home", P)] + st, c))(*search(s, P, cake["name"])))
+          after([app(s), menu(s, "home", P)], search(s, P, cake["name"])))
      .add("copy_to_clipboard", "Copy its ingredient list", copy_row(s, P, cake["id"], cake["ingredients"]))
      .add("create_entry", "Save the shopping list as a draft in Pigeon Post",
-          (lambda st, c: ([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")] + st, c))(
-              *create("mail", "messages", msg)))
+          after([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")],
+                create("mail", "messages", msg)))
      .wrong_skip("copy_to_clipboard"))
 
     # share a new recipe (signing in on the way), then search for it
@@ -393,7 +398,7 @@ def recipes():
      .add("authenticate_by_form", "Sign in when the new-recipe form asks for it", login(s, step("click", f"{P}-new")))
      .add("create_entry", "Create the recipe", create(s, P, new, open_form=False))
      .add("search_by_text", "Search the recipes for plum",
-          (lambda st, c: ([step("click", f"{P}-item-crumbs", url(s, P))] + st, c))(*search(s, P, "plum")))
+          after([step("click", f"{P}-item-crumbs", url(s, P))], search(s, P, "plum")))
      .add("count_entries", "Report how many recipes the search finds")
      .ask(n, f"{plural(n, 'recipe')} come up for plum.", "number")
      .wrong_value("create_entry", 5, "50"))
@@ -491,7 +496,7 @@ def mail():
      .add("authenticate_by_form", "Sign in when the new-contact form asks for it", login(s, step("click", f"{C}-new")))
      .add("create_entry", "Create the contact", create(s, C, new, open_form=False))
      .add("filter_by_dropdown", "Show only Freelance contacts",
-          (lambda st, c: ([step("click", f"{C}-item-crumbs", url(s, C))] + st, c))(*dropdown(s, C, "company", "Freelance")))
+          after([step("click", f"{C}-item-crumbs", url(s, C))], dropdown(s, C, "company", "Freelance")))
      .add("count_entries", "Report how many Freelance contacts are listed")
      .ask(n, f"You now have {plural(n, 'Freelance contact')}.", "number")
      .wrong_value("create_entry", 2, "Oakline"))
@@ -540,7 +545,7 @@ def mail():
         Pigeon Post ({USER[0]} / {USER[1]}), find {gone['name']} in my contacts and delete the entry.""", login=True)
      .add("authenticate_by_form", "Sign in as alex", login(s))
      .add("search_by_text", f"Search the contacts for {gone['name']}",
-          (lambda st, c: ([menu(s, "home", C)] + st, c))(*search(s, C, gone["name"])))
+          after([menu(s, "home", C)], search(s, C, gone["name"])))
      .add("open_detail", "Open the contact", detail(s, C, gone["id"]))
      .add("delete_entry", "Delete it", delete(s, C, gone["id"]))
      .wrong_skip("delete_entry"))
@@ -555,9 +560,9 @@ def mail():
         Look up their phone number in my Pigeon Post contacts, then on Keystone Homes book a viewing of that house for
         them on Saturday 2027-01-16 at 10:30, status Requested, with their name and phone number.""", sites=[s, "realestate"])
      .add("search_by_text", f"Find {buyer['name']} in the contacts",
-          (lambda st, c: ([app(s), menu(s, "home", C)] + st, c))(*search(s, C, buyer["name"])))
+          after([app(s), menu(s, "home", C)], search(s, C, buyer["name"])))
      .add("open_menu_item", "Open Keystone Homes' viewings",
-          (lambda st, c: ([step("goto", url="/"), app("realestate")] + st, c))(*open_menu("realestate", "home", "viewings")))
+          after([step("goto", url="/"), app("realestate")], open_menu("realestate", "home", "viewings")))
      .add("create_entry", "Book the viewing", create("realestate", "viewings", booking))
      .wrong_value("create_entry", 5, wrong_phone))
 
@@ -617,7 +622,7 @@ def travel():
         delete it.""", login=True)
      .add("authenticate_by_form", "Sign in as alex", login(s))
      .add("switch_tab", "Show the trips pending payment",
-          (lambda st, c: ([menu(s, "home", B)] + st, c))(*tab(s, B, "Pending payment")))
+          after([menu(s, "home", B)], tab(s, B, "Pending payment")))
      .add("open_detail", f"Open trip {trip['reference']}", detail(s, B, trip["id"]))
      .add("delete_entry", "Delete it", delete(s, B, trip["id"]))
      .wrong_value("open_detail", 0, str(pend[1]["id"])))
@@ -647,21 +652,21 @@ def travel():
         reference, then in Pigeon Post save a draft to myself ({ME[0]}, {ME[1]}) with the subject "{city} trip", the
         label Travel and the message "Booking reference: <the reference>".""", sites=[s, "mail"])
      .add("switch_tab", "Show my confirmed trips",
-          (lambda st, c: ([app(s), menu(s, "home", B)] + st, c))(*tab(s, B, "Confirmed")))
+          after([app(s), menu(s, "home", B)], tab(s, B, "Confirmed")))
      .add("search_by_text", f"Search them for {city}", search(s, B, city))
      .add("copy_to_clipboard", "Copy the next trip's reference", copy_row(s, B, v[0]["id"], v[0]["reference"]))
      .add("create_entry", "Save the draft in Pigeon Post",
-          (lambda st, c: ([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")] + st, c))(
-              *create("mail", "messages", msg)))
+          after([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")],
+                create("mail", "messages", msg)))
      .wrong_value("create_entry", 6, f"Booking reference: {v[1]['reference']}"))
 
     # cross-site: two signatures
     (task(s, "sign-waiver-and-honour-code", "/", f"""Before my study trip I have two forms to sign, both as {ME[0]}: the
         travel waiver on Wayfarer and the honour code on Brightpath Academy.""", sites=[s, "learning"])
-     .add("open_menu_item", "Open Wayfarer's travel waiver", (lambda st, c: ([app(s)] + st, c))(*open_menu(s, "home", "waiver")))
+     .add("open_menu_item", "Open Wayfarer's travel waiver", after([app(s)], open_menu(s, "home", "waiver")))
      .add("draw_signature", "Sign the waiver", sign(s, "waiver", ME[0]))
      .add("open_menu_item", "Open Brightpath's honour code",
-          (lambda st, c: ([step("goto", url="/"), app("learning")] + st, c))(*open_menu("learning", "home", "honour")))
+          after([step("goto", url="/"), app("learning")], open_menu("learning", "home", "honour")))
      .add("draw_signature", "Sign the honour code", sign("learning", "honour", ME[0]))
      .wrong_skip("draw_signature#2"))
 
@@ -754,7 +759,7 @@ def learning():
      .add("authenticate_by_form", "Sign in when the new-assignment form asks for it", login(s, step("click", f"{A}-new")))
      .add("create_entry", "Create the assignment", create(s, A, new, open_form=False))
      .add("filter_by_dropdown", f"Show only {course} assignments",
-          (lambda st, c: ([step("click", f"{A}-item-crumbs", url(s, A))] + st, c))(*dropdown(s, A, "course", course)))
+          after([step("click", f"{A}-item-crumbs", url(s, A))], dropdown(s, A, "course", course)))
      .add("count_entries", "Report how many assignments are listed")
      .ask(n, f"{course} has {plural(n, 'assignment')}.", "number")
      .wrong_skip("filter_by_dropdown"))
@@ -791,11 +796,11 @@ def learning():
         "{ds['title']}". Copy its course code on Brightpath Academy, then in Pigeon Post save a draft to them with the
         subject "{subject}", labelled Personal, with just the course code as the message.""", sites=[s, "mail"])
      .add("search_by_text", f"Search the courses for {ds['title']}",
-          (lambda st, c: ([app(s), menu(s, "home", C)] + st, c))(*search(s, C, ds["title"])))
+          after([app(s), menu(s, "home", C)], search(s, C, ds["title"])))
      .add("copy_to_clipboard", "Copy the course code", copy_row(s, C, ds["id"], ds["code"]))
      .add("create_entry", "Save the draft in Pigeon Post",
-          (lambda st, c: ([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")] + st, c))(
-              *create("mail", "messages", msg)))
+          after([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")],
+                create("mail", "messages", msg)))
      .wrong_skip("copy_to_clipboard"))
 
     # the first not-started assignment due in December
@@ -918,12 +923,12 @@ def realestate():
         listing ID. Then write to my agent {agent} ({email}) in Pigeon Post: a new message in the Sent folder, labelled
         Personal, with the subject "Townhouse in {city}" and just the listing ID as the text.""", sites=[s, "mail"])
      .add("filter_by_dropdown", f"Show only {city}",
-          (lambda st, c: ([app(s), menu(s, "home", L)] + st, c))(*dropdown(s, L, "city", city)))
+          after([app(s), menu(s, "home", L)], dropdown(s, L, "city", city)))
      .add("filter_by_options", "Show only townhouses", options(s, L, "type", "Townhouse"))
      .add("copy_to_clipboard", "Copy the cheapest one's listing ID", copy_row(s, L, v[0]["id"], v[0][ref]))
      .add("create_entry", "Write the message in Pigeon Post",
-          (lambda st, c: ([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")] + st, c))(
-              *create("mail", "messages", msg)))
+          after([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")],
+                create("mail", "messages", msg)))
      .wrong_value("create_entry", 6, v[1][ref]))
 
     # homes listed in a period under a price
