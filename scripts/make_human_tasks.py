@@ -80,6 +80,10 @@ def after(prefix, macro):
     steps, check = macro
     return [*prefix, *steps], check
 
+def mail_draft(msg):
+    "Back to the portal, into Pigeon Post, and a new message saved from its form."
+    return after([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")], create("mail", "messages", msg))
+
 def sign_in_link(): return step("click", selector=".account a[href$='/login']")       # the header link has no control id
 def app(site): return step("click", selector=f"a[data-app='{site}']")                  # the portal's app directory
 def menu(site, key, pid): return step("click", f"{key}-menu", url(site, pid))
@@ -380,8 +384,7 @@ def recipes():
           after([app(s), menu(s, "home", P)], search(s, P, cake["name"])))
      .add("copy_to_clipboard", "Copy its ingredient list", copy_row(s, P, cake["id"], cake["ingredients"]))
      .add("create_entry", "Save the shopping list as a draft in Pigeon Post",
-          after([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")],
-                create("mail", "messages", msg)))
+          mail_draft(msg))
      .wrong_skip("copy_to_clipboard"))
 
     # share a new recipe (signing in on the way), then search for it
@@ -656,8 +659,7 @@ def travel():
      .add("search_by_text", f"Search them for {city}", search(s, B, city))
      .add("copy_to_clipboard", "Copy the next trip's reference", copy_row(s, B, v[0]["id"], v[0]["reference"]))
      .add("create_entry", "Save the draft in Pigeon Post",
-          after([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")],
-                create("mail", "messages", msg)))
+          mail_draft(msg))
      .wrong_value("create_entry", 6, f"Booking reference: {v[1]['reference']}"))
 
     # cross-site: two signatures
@@ -799,8 +801,7 @@ def learning():
           after([app(s), menu(s, "home", C)], search(s, C, ds["title"])))
      .add("copy_to_clipboard", "Copy the course code", copy_row(s, C, ds["id"], ds["code"]))
      .add("create_entry", "Save the draft in Pigeon Post",
-          after([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")],
-                create("mail", "messages", msg)))
+          mail_draft(msg))
      .wrong_skip("copy_to_clipboard"))
 
     # the first not-started assignment due in December
@@ -927,8 +928,7 @@ def realestate():
      .add("filter_by_options", "Show only townhouses", options(s, L, "type", "Townhouse"))
      .add("copy_to_clipboard", "Copy the cheapest one's listing ID", copy_row(s, L, v[0]["id"], v[0][ref]))
      .add("create_entry", "Write the message in Pigeon Post",
-          after([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")],
-                create("mail", "messages", msg)))
+          mail_draft(msg))
      .wrong_value("create_entry", 6, v[1][ref]))
 
     # homes listed in a period under a price
