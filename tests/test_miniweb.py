@@ -706,97 +706,96 @@ def browser_controls(kind):
     assert ctls, f"no site has a {kind} control"
     return ctls
 
+def each_in_chromium(chromium, base, kind, perform):
+    """perform(s, site, ctl, path) on every `kind` control, each in its own Chromium session on the control's page,
+    returns a probe; a session opened before them all then has seen none of it, and every probe runs in it."""
+    b, probes = Client(base), []
+    for site, ctl in browser_controls(kind):
+        s = BrowserSession(chromium, base)
+        try:
+            path = site_url(site, ctl["page"])
+            s.goto(path)
+            probes.append(perform(s, site, ctl, path))
+        finally:
+            s.close()
+    b.assert_nothing_recorded()
+    for p in probes: p(b)
+
 def box_center(loc):
     b = loc.bounding_box()
     return b["x"] + b["width"] / 2, b["y"] + b["height"] / 2
 
 
 def test_drag_board_card_in_chromium(chromium, base, sitemaps):
-    b = Client(base)
-    probes = []
-    for site, ctl in browser_controls("drag_reorder"):
-        s, cid = BrowserSession(chromium, base), ctl["control_id"]
-        try:
-            path = site_url(site, ctl["page"])
-            s.goto(path)
-            cols = s.page.locator(f'section.column[data-control-id="{cid}"]')
-            before = {cols.nth(i).get_attribute("data-value"): cols.nth(i).locator(".card.draggable").evaluate_all("els => els.map(e => +e.dataset.value)")
-                      for i in range(cols.count())}
-            assert list(before) == [o["value"] for o in ctl["options"]], f"{cid}: columns differ from the sitemap options"
-            src = next(c for c, ids in before.items() if ids)
-            dst = next(c for c in reversed(list(before)) if c != src)
-            card_id = before[src][0]
-            card = s.page.locator(f'.card.draggable[data-control-id="{cid}"][data-value="{card_id}"]')
-            card.scroll_into_view_if_needed()
-            x, y = box_center(card)
-            tx, ty = box_center(s.page.locator(f'section.column[data-value="{dst}"] h2'))
-            m = s.admin.mark()
-            with s.page.expect_navigation():                  # the script posts the move, then reloads the board
-                s.page.mouse.move(x, y)
-                s.page.mouse.down()
-                s.page.mouse.move(tx, ty, steps=8)
-                s.page.mouse.up()
-            drag = wait_until(lambda: s.events("drag"), what="a drag record event")
-            assert len(drag) == 1 and drag[0]["target"]["control_id"] == cid and drag[0]["target"]["value_attr"] == str(card_id)
-            assert drag[0]["to"]["column"] == dst and drag[0]["to"]["position"] == 0
-            ch = s.admin.new(m, "changes")
-            grp, order = ctl["field"], ctl["extra"]["order"]
-            mine = [c for c in ch if c["id"] == card_id]
-            assert [(c["op"], c["collection"], str(c["before"][grp]), str(c["after"][grp]), c["after"][order]) for c in mine] == \
-                   [("update", ctl["collection"], src, dst, 1)], ch
-            assert {c["id"] for c in ch} <= {card_id, *before[dst]} and all(c["op"] == "update" for c in ch)
-            assert [(e["method"], e["path"], e["form"]) for e in s.admin.new(m, "log") if e["method"] == "POST"] == \
-                   [("POST", f"{path}/move", {"id": str(card_id), "group": dst, "position": "0"})]
-            after = {c: s.page.locator(f'section.column[data-value="{c}"] .card.draggable').evaluate_all("els => els.map(e => +e.dataset.value)") for c in before}
-            assert after[dst] == [card_id] + before[dst] and after[src] == before[src][1:]
-            def probe(bb, path=path, before=before, cid=cid):
-                page = bb.page(path)
-                cards = [(e["attrs"]["data-value"]) for e in page.ctl(cid, data_part="card")]
-                assert cards == [str(i) for ids in before.values() for i in ids]
-            probes.append(probe)
-        finally:
-            s.close()
-    b.assert_nothing_recorded()
-    for p in probes: p(b)
+    def drag_card(s, site, ctl, path):
+        cid = ctl["control_id"]
+        cols = s.page.locator(f'section.column[data-control-id="{cid}"]')
+        before = {cols.nth(i).get_attribute("data-value"): cols.nth(i).locator(".card.draggable").evaluate_all("els => els.map(e => +e.dataset.value)")
+                  for i in range(cols.count())}
+        assert list(before) == [o["value"] for o in ctl["options"]], f"{cid}: columns differ from the sitemap options"
+        src = next(c for c, ids in before.items() if ids)
+        dst = next(c for c in reversed(list(before)) if c != src)
+        card_id = before[src][0]
+        card = s.page.locator(f'.card.draggable[data-control-id="{cid}"][data-value="{card_id}"]')
+        card.scroll_into_view_if_needed()
+        x, y = box_center(card)
+        tx, ty = box_center(s.page.locator(f'section.column[data-value="{dst}"] h2'))
+        m = s.admin.mark()
+        with s.page.expect_navigation():                  # the script posts the move, then reloads the board
+            s.page.mouse.move(x, y)
+            s.page.mouse.down()
+            s.page.mouse.move(tx, ty, steps=8)
+            s.page.mouse.up()
+        drag = wait_until(lambda: s.events("drag"), what="a drag record event")
+        assert len(drag) == 1 and drag[0]["target"]["control_id"] == cid and drag[0]["target"]["value_attr"] == str(card_id)
+        assert drag[0]["to"]["column"] == dst and drag[0]["to"]["position"] == 0
+        ch = s.admin.new(m, "changes")
+        grp, order = ctl["field"], ctl["extra"]["order"]
+        mine = [c for c in ch if c["id"] == card_id]
+        assert [(c["op"], c["collection"], str(c["before"][grp]), str(c["after"][grp]), c["after"][order]) for c in mine] == \
+               [("update", ctl["collection"], src, dst, 1)], ch
+        assert {c["id"] for c in ch} <= {card_id, *before[dst]} and all(c["op"] == "update" for c in ch)
+        assert [(e["method"], e["path"], e["form"]) for e in s.admin.new(m, "log") if e["method"] == "POST"] == \
+               [("POST", f"{path}/move", {"id": str(card_id), "group": dst, "position": "0"})]
+        after = {c: s.page.locator(f'section.column[data-value="{c}"] .card.draggable').evaluate_all("els => els.map(e => +e.dataset.value)") for c in before}
+        assert after[dst] == [card_id] + before[dst] and after[src] == before[src][1:]
+        def probe(bb):
+            page = bb.page(path)
+            cards = [(e["attrs"]["data-value"]) for e in page.ctl(cid, data_part="card")]
+            assert cards == [str(i) for ids in before.values() for i in ids]
+        return probe
+    each_in_chromium(chromium, base, "drag_reorder", drag_card)
 
 
 def test_draw_signature_in_chromium(chromium, base, sitemaps):
-    b = Client(base)
-    probes = []
-    for site, ctl in browser_controls("signature_pad"):
-        s, cid = BrowserSession(chromium, base), ctl["control_id"]
-        try:
-            path = site_url(site, ctl["page"])
-            s.goto(path)
-            signer = next(c for c in sitemaps[site]["controls"] if c["kind"] == "text_field" and c["extra"].get("form") == cid)
-            name = f"Webmix Signer {site}"
-            s.page.fill(f'[data-control-id="{signer["control_id"]}"]', name)
-            pad = s.page.locator(f'canvas[data-control-id="{cid}"]')
-            pad.scroll_into_view_if_needed()
-            bx = pad.bounding_box()
-            m = s.admin.mark()
-            s.page.mouse.move(bx["x"] + 30, bx["y"] + 40)
-            s.page.mouse.down()
-            s.page.mouse.move(bx["x"] + 200, bx["y"] + 120, steps=10)
-            s.page.mouse.move(bx["x"] + 320, bx["y"] + 60, steps=10)
-            s.page.mouse.up()
-            draw = wait_until(lambda: s.events("draw"), what="a draw record event")
-            assert len(draw) == 1 and draw[0]["target"]["control_id"] == cid and draw[0]["points"] >= 3
-            strokes = json.loads(s.page.locator('input[name="strokes"]').input_value())
-            assert len(strokes) == 1 and len(strokes[0]) == draw[0]["points"]
-            with s.page.expect_navigation():
-                s.page.click(f'[data-control-id="{cid}"][data-part="submit"]')
-            ch = s.admin.new(m, "changes")
-            assert [(c["op"], c["collection"], c["after"]["signer"], c["after"]["strokes"], c["after"]["points"]) for c in ch] == \
-                   [("create", ctl["collection"], name, 1, draw[0]["points"])]
-            wait_until(lambda: s.events("submit"), what="a submit record event")
-            assert name in s.page.inner_text("body")
-            def probe(bb, path=path, name=name): assert name not in bb.page(path).text()
-            probes.append(probe)
-        finally:
-            s.close()
-    b.assert_nothing_recorded()
-    for p in probes: p(b)
+    def sign_pad(s, site, ctl, path):
+        cid = ctl["control_id"]
+        signer = next(c for c in sitemaps[site]["controls"] if c["kind"] == "text_field" and c["extra"].get("form") == cid)
+        name = f"Webmix Signer {site}"
+        s.page.fill(f'[data-control-id="{signer["control_id"]}"]', name)
+        pad = s.page.locator(f'canvas[data-control-id="{cid}"]')
+        pad.scroll_into_view_if_needed()
+        bx = pad.bounding_box()
+        m = s.admin.mark()
+        s.page.mouse.move(bx["x"] + 30, bx["y"] + 40)
+        s.page.mouse.down()
+        s.page.mouse.move(bx["x"] + 200, bx["y"] + 120, steps=10)
+        s.page.mouse.move(bx["x"] + 320, bx["y"] + 60, steps=10)
+        s.page.mouse.up()
+        draw = wait_until(lambda: s.events("draw"), what="a draw record event")
+        assert len(draw) == 1 and draw[0]["target"]["control_id"] == cid and draw[0]["points"] >= 3
+        strokes = json.loads(s.page.locator('input[name="strokes"]').input_value())
+        assert len(strokes) == 1 and len(strokes[0]) == draw[0]["points"]
+        with s.page.expect_navigation():
+            s.page.click(f'[data-control-id="{cid}"][data-part="submit"]')
+        ch = s.admin.new(m, "changes")
+        assert [(c["op"], c["collection"], c["after"]["signer"], c["after"]["strokes"], c["after"]["points"]) for c in ch] == \
+               [("create", ctl["collection"], name, 1, draw[0]["points"])]
+        wait_until(lambda: s.events("submit"), what="a submit record event")
+        assert name in s.page.inner_text("body")
+        def probe(bb): assert name not in bb.page(path).text()
+        return probe
+    each_in_chromium(chromium, base, "signature_pad", sign_pad)
 
 
 def test_copy_button_in_chromium(chromium, base, sitemaps):
@@ -826,37 +825,29 @@ def test_copy_button_in_chromium(chromium, base, sitemaps):
 
 
 def test_upload_and_download_file_in_chromium(chromium, base, sitemaps):
-    b = Client(base)
-    probes = []
-    for site, ctl in browser_controls("file_upload"):
-        s, cid = BrowserSession(chromium, base), ctl["control_id"]
-        try:
-            path = site_url(site, ctl["page"])
-            s.goto(path)
-            name, content = f"webmix-{site}-notes.txt", f"webmix upload test for {site}\n".encode() * 7
-            m = s.admin.mark()
-            s.page.set_input_files(f'input[type=file][data-control-id="{cid}"]', files=[{"name": name, "mimeType": "text/plain", "buffer": content}])
-            with s.page.expect_navigation():
-                s.page.click(f'[data-control-id="{cid}"][data-part="submit"]')
-            ch = s.admin.new(m, "changes")
-            assert [(c["op"], c["collection"]) for c in ch] == [("create", ctl["collection"])]
-            after = ch[0]["after"]
-            assert (after["filename"], after["size"], after["content_type"]) == (name, len(content), "text/plain")
-            assert [(e["method"], e["path"], e["form"]) for e in s.admin.new(m, "log") if e["method"] == "POST"] == [("POST", path, {"file": name})]
-            assert wait_until(lambda: s.events("input"), what="an input record event")[-1]["value"] == name
-            dl = next(c for c in sitemaps[site]["controls"] if c["kind"] == "file_download" and c["page"] == ctl["page"])
-            link = s.page.locator(f'a[data-control-id="{dl["control_id"]}"][data-value="{ch[0]["id"]}"]')
-            with s.page.expect_download() as d:
-                link.click()
-            with open(d.value.path(), "rb") as fh: assert fh.read() == content
-            assert d.value.suggested_filename == name
-            href = link.get_attribute("href")
-            def probe(bb, href=href): assert bb.get(href).status_code == 404, f"the other session can download {href}"
-            probes.append(probe)
-        finally:
-            s.close()
-    b.assert_nothing_recorded()
-    for p in probes: p(b)
+    def upload_and_download(s, site, ctl, path):
+        cid = ctl["control_id"]
+        name, content = f"webmix-{site}-notes.txt", f"webmix upload test for {site}\n".encode() * 7
+        m = s.admin.mark()
+        s.page.set_input_files(f'input[type=file][data-control-id="{cid}"]', files=[{"name": name, "mimeType": "text/plain", "buffer": content}])
+        with s.page.expect_navigation():
+            s.page.click(f'[data-control-id="{cid}"][data-part="submit"]')
+        ch = s.admin.new(m, "changes")
+        assert [(c["op"], c["collection"]) for c in ch] == [("create", ctl["collection"])]
+        after = ch[0]["after"]
+        assert (after["filename"], after["size"], after["content_type"]) == (name, len(content), "text/plain")
+        assert [(e["method"], e["path"], e["form"]) for e in s.admin.new(m, "log") if e["method"] == "POST"] == [("POST", path, {"file": name})]
+        assert wait_until(lambda: s.events("input"), what="an input record event")[-1]["value"] == name
+        dl = next(c for c in sitemaps[site]["controls"] if c["kind"] == "file_download" and c["page"] == ctl["page"])
+        link = s.page.locator(f'a[data-control-id="{dl["control_id"]}"][data-value="{ch[0]["id"]}"]')
+        with s.page.expect_download() as d:
+            link.click()
+        with open(d.value.path(), "rb") as fh: assert fh.read() == content
+        assert d.value.suggested_filename == name
+        href = link.get_attribute("href")
+        def probe(bb): assert bb.get(href).status_code == 404, f"the other session can download {href}"
+        return probe
+    each_in_chromium(chromium, base, "file_upload", upload_and_download)
 
 
 # ---------------------------------------------------------------- bad input
