@@ -1351,7 +1351,7 @@ class Driver:
 
     async def respond(self, messages, output_format):
         sm = self.lv.selector_map
-        self.shots.append(await H.own_screenshot(self.bs, messages))    # when browser-use's timed out
+        self.shots.append(H.screenshot_png(messages))              # the page this call is about
         try: self.seen.append(await H.seen(self.bs))
         except Exception: self.seen.append("")
         self.elements.append({str(i): descriptor(n) for i, n in sm.items()})
@@ -1403,11 +1403,6 @@ def trajectory_of(task, driver, history, final_url) -> dict:
             "instruction": task["instruction"], "start_kind": task["start"]["kind"], "start_url": task["start"]["url"],
             "history_macro": prefix.get("macro"), "answer": driver.answer, "final_url": final_url, "steps": steps}
 
-def _screenshots(history, driver):
-    "Screenshot paths of the scripted steps (browser-use's, taken before each step's action)."
-    items = [h for h in history.history if h.model_output is not None][-len(driver.steps):] if driver.steps else []
-    return [h.state.screenshot_path for h in items]
-
 def _cause(ok, detail, driver, finished):
     if driver.error: return driver.error
     if not finished: return "the episode ended before the driver's done"
@@ -1437,7 +1432,7 @@ async def run_task(task, base, out, headless=True, timeout=TIMEOUT_S, net_log=No
         await H.prepare(bs, base, task)
         H.use_normalized_coordinates(bs)
         driver = Driver(bs, base, task, files)
-        agent = H.Agent(task=H.instruction(task["instruction"], base + task["start"]["url"]), llm=H.ScriptedChat(driver.respond),
+        agent = H.Agent(task=H.instruction(task["instruction"], base + task["start"]["url"]), llm=H.ScriptedChat(driver.respond, bs=bs),
                         browser_session=bs, tools=H.make_tools(), available_file_paths=files, max_failures=2,
                         **H.AGENT_KWARGS)
         driver.agent = agent
@@ -1453,10 +1448,8 @@ async def run_task(task, base, out, headless=True, timeout=TIMEOUT_S, net_log=No
         res["cause"] = _cause(ok, str(detail)[:300], driver, driver.finished)
         _write_json(tmp / "trajectory.json", trajectory_of(task, driver, history, final_url))
         _write_json(tmp / "elements.json", {str(k + 1): els for k, els in enumerate(driver.elements)})
-        shots = _screenshots(history, driver)
-        for k, p in enumerate(shots):
-            if p and Path(p).exists(): shutil.copy(p, tmp / f"step_{k + 1}.png")
-            elif k < len(driver.shots) and driver.shots[k]: (tmp / f"step_{k + 1}.png").write_bytes(driver.shots[k])
+        for k, png in enumerate(driver.shots):
+            if png: (tmp / f"step_{k + 1}.png").write_bytes(png)
         missing = [k + 1 for k in range(len(driver.steps)) if not (tmp / f"step_{k + 1}.png").exists()]
         if res["ok"] and missing:                  # a kept step needs the screenshot its model call saw
             res.update(ok=False, cause=f"no screenshot for step {', '.join(map(str, missing))} (none could be taken)")

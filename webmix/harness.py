@@ -8,7 +8,7 @@ __all__ = ['OFFLINE_ENV', 'PROCESS_DIR', 'CHROMIUM', 'DEAD', 'VIEWPORT', 'SESSIO
            'NORMALIZED', 'ROUTER_NOTES', 'QUIET_PREFS', 'NOT_A_HOST', 'VISIBLE_TEXT', 'AGENT_KWARGS', 'chromium_args',
            'HarnessSession', 'make_session', 'close_session', 'is_loopback', 'loopback_only', 'net_log_hosts', 'goto',
            'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state', 'session_flags', 'prepare',
-           'enable_clipboard', 'has_screenshot', 'own_screenshot', 'with_screenshot', 'use_normalized_coordinates',
+           'enable_clipboard', 'has_screenshot', 'screenshot_png', 'with_screenshot', 'use_normalized_coordinates',
            'viewport_size', 'to_pixels', 'to_normalized', 'element_index', 'stroke', 'DragAction', 'Point',
            'DrawAction', 'PasteAction', 'make_tools', 'ScriptedChat', 'make_llm', 'instruction']
 
@@ -338,15 +338,17 @@ def has_screenshot(messages) -> bool:
     content = getattr(messages[-1], "content", None) if messages else None
     return isinstance(content, list) and any(getattr(p, "type", None) == "image_url" for p in content)
 
-async def own_screenshot(bs, messages) -> bytes | None:
-    "The page as PNG bytes when browser-use's screenshot is missing from `messages` (None when it is there or fails)."
-    if has_screenshot(messages): return None
-    try: return await bs.take_screenshot()
-    except Exception: return None                  # the caller reports the missing screenshot
+def screenshot_png(messages) -> bytes | None:
+    "The screenshot in browser-use's newest message to the model, as PNG bytes (None when it has none)."
+    if not has_screenshot(messages): return None
+    url = next(p.image_url.url for p in messages[-1].content if getattr(p, "type", None) == "image_url")
+    return base64.b64decode(url.split(",", 1)[1])
 
 async def with_screenshot(bs, messages) -> list:
     "`messages` with the page's screenshot added to the newest one, as browser-use adds it, when its own is missing."
-    if not (png := await own_screenshot(bs, messages)): return messages
+    if not messages or has_screenshot(messages): return messages
+    try: png = await bs.take_screenshot()
+    except Exception: return messages              # the runner reports the missing screenshot
     last, url = messages[-1], "data:image/png;base64," + base64.b64encode(png).decode()
     text = last.content if isinstance(last.content, list) else [ContentPartTextParam(text=str(last.content or ""))]
     image = ContentPartImageParam(image_url=ImageURL(url=url, media_type="image/png", detail="auto"))
@@ -466,8 +468,8 @@ class ScriptedChat:
     "A browser-use chat model whose replies come from `await respond(messages, response_format)` (a dict or JSON)."
     _verified_api_keys = True
 
-    def __init__(self, respond, model: str = "scripted"):
-        self.respond, self.model = respond, model
+    def __init__(self, respond, model: str = "scripted", bs=None):
+        self.respond, self.model, self.bs = respond, model, bs      # bs: fill in a screenshot browser-use missed
 
     @property
     def provider(self) -> str: return "scripted"
@@ -478,6 +480,7 @@ class ScriptedChat:
 
     async def ainvoke(self, messages, output_format=None, **kwargs):
         if output_format is None: return ChatInvokeCompletion(completion="", usage=None)
+        if self.bs is not None: messages = await with_screenshot(self.bs, messages)
         reply = self.respond(messages, output_format)
         if inspect.isawaitable(reply): reply = await reply
         if isinstance(reply, (str, bytes)): return ChatInvokeCompletion(completion=output_format.model_validate_json(reply), usage=None)

@@ -101,14 +101,13 @@ def template_memory(turns, t):
 # %% ../nbs/09_plan_data.ipynb #2de60854
 class PlannerScript:
     "The planner's scripted model: turn t answers with the chain's t-th step and records the planner's input."
-    def __init__(self, turns, rows_dir, bs=None):
-        self.turns, self.rows_dir, self.bs = turns, Path(rows_dir), bs
+    def __init__(self, turns, rows_dir):
+        self.turns, self.rows_dir = turns, Path(rows_dir)
         self.t, self.rows, self.response_format, self.seconds = 0, [], None, 0.0
 
     async def respond(self, messages, response_format):
         t0 = time.perf_counter()
         self.response_format = response_format
-        if self.bs is not None: messages = await H.with_screenshot(self.bs, messages)   # browser-use's timed out
         if self.t >= len(self.turns): raise RuntimeError("script exhausted but the planner asked for another turn")
         turn = self.turns[self.t]
         if turn["kind"] == "delegate":
@@ -146,7 +145,7 @@ class ScriptedTeam(PA.Team):
         rp = R.Replayer(self.bs, self.base, st["plan"], p["dir"], None, p["traj"], p["task"])
         rp.memory_steps = "done"
         self.replayers.append(rp)
-        return R.replay_llm(rp, model)
+        return R.replay_llm(rp, model, self.bs)
 
     def specialist(self, family, instruction, model, url):
         agent = super().specialist(family, instruction, model, url)
@@ -276,8 +275,8 @@ async def run_chain(chain, base, out_root, headless=True, budget=H.MAX_STEPS, tu
         await H.prepare(bs, base, first)
         timing["browser"] += time.perf_counter() - t
         team = ScriptedTeam(bs, base, steps, tmp, instruction, budget)
-        script = PlannerScript(turns, tmp, bs)
-        planner = PA.planner_agent(bs, instruction, base + first["start"]["url"], R.replay_llm(script, "planner"), team, VERSION)
+        script = PlannerScript(turns, tmp)
+        planner = PA.planner_agent(bs, instruction, base + first["start"]["url"], R.replay_llm(script, "planner", bs), team, VERSION)
         H.use_normalized_coordinates(bs)
         t = time.perf_counter()
         await asyncio.wait_for(planner.run(max_steps=turns_cap), timeout=120 + 40 * len(turns))

@@ -289,7 +289,6 @@ class Replayer:
         loop = asyncio.get_running_loop()
         t = loop.time()
         self.seen.append(await H.seen(self.bs))
-        if self.out_dir is not None: messages = await H.with_screenshot(self.bs, messages)   # browser-use's timed out
         self.timing["seen"] += loop.time() - t
         if self.calls == 0 and (top := await self._to_top()):
             return await self._answer(messages, response_format, *top)
@@ -390,9 +389,9 @@ class Replayer:
         return recorded
 
 # %% ../nbs/06_replay.ipynb #b740c82c
-def replay_llm(obj, model: str = "replay") -> H.ScriptedChat:
-    "browser-use's chat model answering with `obj.respond(messages, response_format)`."
-    return H.ScriptedChat(obj.respond, model=model)
+def replay_llm(obj, model: str = "replay", bs=None) -> H.ScriptedChat:
+    "browser-use's chat model answering with `obj.respond(messages, response_format)` (see ScriptedChat for `bs`)."
+    return H.ScriptedChat(obj.respond, model=model, bs=bs)
 
 # %% ../nbs/06_replay.ipynb #acc3d24c
 def upload_files(plan, task, dir) -> list:
@@ -423,7 +422,7 @@ async def replay_part(bs, base, part, out_dir=None, max_steps=H.MAX_STEPS, prepa
     start = base + task["start"]["url"] if prepared else await H.prepare(bs, base, task)
     rp = Replayer(bs, base, build_plan(traj, part["elements"]), part["dir"], out_dir, traj, task)
     files = upload_files(rp.plan, task, out_dir or H.PROCESS_DIR / "uploads")
-    agent = Agent(task=H.instruction(task["instruction"], start), llm=replay_llm(rp), browser_session=bs,
+    agent = Agent(task=H.instruction(task["instruction"], start), llm=replay_llm(rp, bs=bs), browser_session=bs,
                   tools=H.make_tools(), max_failures=rp.max_misses, available_file_paths=files, **H.AGENT_KWARGS)
     H.use_normalized_coordinates(bs)
     try: await agent.run(max_steps=max_steps)
