@@ -14,7 +14,9 @@ import argparse, asyncio, json, random, statistics, sys, tempfile, time
 from pathlib import Path
 
 from webmix import harness as H          # before browser_use
-from webmix import datagen as D
+from webmix.datagen import run_datagen
+from webmix.pool import kept, read_results
+from webmix.tasks import all_tasks
 from webmix.miniweb import Servers
 
 MACROS = ["filter_by_dropdown", "filter_by_options", "sort_by_form", "switch_tab", "paginate", "search_by_text",
@@ -29,8 +31,8 @@ def span_minutes(results):
 
 def throughput(tasks, workers, ports, root):
     out = Path(root) / f"w{workers}"
-    D.run_datagen(out, tasks=tasks, workers=workers, ports=ports[:workers], progress=False)
-    res = D.read_results(out)
+    run_datagen(out, tasks=tasks, workers=workers, ports=ports[:workers], progress=False)
+    res = read_results(out)
     kept = sum(r["ok"] for r in res)
     return out, {"workers": workers, "tasks": len(res), "kept": kept, "minutes": round(span_minutes(res), 3),
                  "kept_per_min": round(kept / span_minutes(res), 2)}
@@ -49,7 +51,7 @@ async def playwright_steps(run, base):
     times, episodes = [], []
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=H.CHROMIUM, headless=True, args=H.chromium_args())
-        for tid in sorted(D.kept_ids(run)):
+        for tid in sorted(kept(run)):
             d = Path(run) / "accepted" / tid
             task, traj = json.loads((d / "task.json").read_text()), json.loads((d / "trajectory.json").read_text())
             e0 = time.perf_counter()
@@ -91,7 +93,7 @@ async def act(page, s):
 
 def harness_steps(run):
     out = []
-    for tid in D.kept_ids(run):
+    for tid in kept(run):
         traj = json.loads((Path(run) / "accepted" / tid / "trajectory.json").read_text())
         out += [(s["action"], s["duration"]) for s in traj["steps"] if s["duration"] is not None]
     return out
@@ -105,7 +107,7 @@ def main(argv=None):
     ap.add_argument("--ports", type=lambda s: [int(p) for p in s.split(",")], default=[8330, 8331])
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
-    pool = D.all_tasks(macros=args.macros)
+    pool = all_tasks(macros=args.macros)
     tasks = random.Random(args.seed).sample(pool, min(args.tasks, len(pool)))
     root = Path(tempfile.mkdtemp(prefix="datagen-bench-"))
     rows = []
@@ -128,7 +130,7 @@ def main(argv=None):
         print(f"  {a:<16} {who:<10} {statistics.mean(ts):6.3f}  n={len(ts)}")
     print(f"\naction steps: harness {h_mean:.3f}s vs Playwright {p_mean:.3f}s per step -> ratio {h_mean / p_mean:.1f}x "
           f"({len(acts)} harness steps, {len(ps)} Playwright steps)")
-    res1 = D.read_results(run1)
+    res1 = read_results(run1)
     h_all = rows[0]["minutes"] * 60 / sum(r["steps"] for r in res1)
     p_all = sum(pw_episodes) / max(1, len(ps))
     print(f"all-in (launch, session, every step, backend reads, gate, files): harness {h_all:.2f}s per step "

@@ -1,4 +1,6 @@
-"""Human-style tasks on the test sites: writes data/annotations/<site>/<task>/{task.json, verifier.json, script.json}.
+"""Scripted human-style tasks on the test sites: writes data/annotations/<site>/<task>/{task.json, verifier.json,
+script.json}. Every task (its request, its macros and verifier, its scripted run) is written by this script, in the
+style of a person's request; none was written by a person.
 
 Every expected value (ids, names, counts, prices, dates) is computed here from the seeded data
 (webmix.miniweb.load_sites()[site].rows, through the engine's own list query), so re-running this script after a
@@ -968,7 +970,7 @@ def main():
         (d / "script.json").write_text(f'{{"steps": [\n  {steps}\n ],\n "answer": {json.dumps(script["answer"], ensure_ascii=False)},\n'
                                        f' "wrong": {json.dumps(script["wrong"], ensure_ascii=False)}}}\n')
     by_site = Counter(t.site for t in TASKS)
-    print(f"{len(TASKS)} tasks: " + ", ".join(f"{k} {v}" for k, v in sorted(by_site.items()))
+    print(f"{len(TASKS)} scripted human-style tasks: " + ", ".join(f"{k} {v}" for k, v in sorted(by_site.items()))
           + f"; cross-site {sum(len(t.sites) > 1 for t in TASKS)}, login {sum(t.login for t in TASKS)},"
           f" question {sum(bool(t.answer) for t in TASKS)}")
 

@@ -8,7 +8,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
-if ! python -c "import webmix, browser_use, nbdev, jupytext, pytest" >/dev/null 2>&1 || [ pyproject.toml -nt .setup-done ]; then
+if ! python -c "import webmix, browser_use, nbdev, jupytext, pytest, ray" >/dev/null 2>&1 || [ pyproject.toml -nt .setup-done ]; then
   echo "installing webmix and its dependencies ..."
   python -m pip install -q --disable-pip-version-check -e ".[dev]"
   touch .setup-done

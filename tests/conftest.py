@@ -1,7 +1,13 @@
-"""Shared pytest fixtures: free loopback ports and a live MiniWeb server per test module."""
+"""Shared pytest fixtures: free loopback ports and a live MiniWeb server per test module.
+
+The test process is an entry point: it sets up the offline browser environment before any test module is
+imported (config.setup_env; harness.make_session would call it again anyway)."""
 import pytest
 
+from webmix.config import setup_env
 from webmix.miniweb import Servers, free_ports
+
+setup_env()
 
 
 @pytest.fixture(scope="module")

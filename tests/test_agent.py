@@ -45,19 +45,14 @@ def text_of(messages) -> str:
 
 
 async def episode(base, turns, budget=5, sub_cap=4, version="v6"):
-    bs, seen, box = H.make_session(), [], {}
-    try:
-        await bs.start()
-        await H.enable_clipboard(bs)
-        start = await H.prepare(bs, base, {"start": {"url": PRODUCTS}, "control": {}})
+    seen, box, task = [], {}, {"start": {"url": PRODUCTS}, "control": {}}
+    async with H.browser(base, task) as bs:
         team = ShopTeam(lambda f: "select-adapter", "", "filter", budget=budget, sub_cap=sub_cap, version=version)
-        out = await A.run_planner_agent(bs, "Show me the books, then the kitchen products.", start, None, "",
-                                        "planner", version=version, llm=planner_script(turns, seen), team=team,
-                                        expose=box)
+        out = await A.run_planner_agent(bs, "Show me the books, then the kitchen products.", H.start_url(base, task),
+                                        None, "", "planner", version=version, llm=planner_script(turns, seen),
+                                        team=team, expose=box)
         log, _, _ = await H.backend_state(bs, base)
         return out, log, seen, box
-    finally:
-        await H.close_session(bs)
 
 
 def categories(log):

@@ -4,16 +4,27 @@ A scripted chat model drives every kind of action the harness offers across four
 select, copy button, clipboard read, board drag, signature draw, file upload), then the backend's own records
 are checked, and the run is shown to have contacted nothing but loopback (Python audit hook + Chromium net log).
 A second test takes the served-model path: make_llm's ChatOpenAI against a scripted OpenAI-compatible server.
+The rest hold the process rules: importing the harness changes nothing in the environment, `H.browser` leaves no
+Chromium and no folder behind however its block ends, and the exit hook kills the browsers nobody closed.
 """
 import asyncio
 import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import threading
+import time
 from contextlib import contextmanager
 
+import psutil
+import pytest
 from flask import Flask, jsonify, request
 from werkzeug.serving import make_server
 
-from webmix import harness as H          # first: it sets browser-use's offline environment
+from webmix import config
+from webmix import harness as H          # before browser_use: harness imports it with webmix's import-time settings
 from browser_use import Agent
 
 
@@ -72,12 +83,8 @@ def test_scripted_agent_on_miniweb(base, tmp_path):
     net, seen = tmp_path / "net.json", {}
 
     async def run():
-        bs = H.make_session(run_dir=tmp_path / "run", net_log=net)
-        try:
-            await bs.start()
-            await H.enable_clipboard(bs)
-            task = {"start": {"url": "/sites/shop/products"}, "control": {"role": "target", "prep": {}}}
-            start = await H.prepare(bs, base, task)
+        task = {"start": {"url": "/sites/shop/products"}, "control": {"role": "target", "prep": {}}}
+        async with H.browser(base, task, run_dir=tmp_path / "run", net_log=net) as bs:
             steps = miniweb_steps(bs, base, upload, seen)
             done = []
 
@@ -87,17 +94,14 @@ def test_scripted_agent_on_miniweb(base, tmp_path):
                 done.append(name)
                 return reply(name, params)
 
-            agent = Agent(task=H.instruction("Shop, plan, sign and file a receipt.", start), llm=H.ScriptedChat(respond),
-                          browser_session=bs, tools=H.make_tools(), max_failures=2, available_file_paths=[str(upload)],
-                          **H.AGENT_KWARGS)
-            H.use_normalized_coordinates(bs)
+            agent = Agent(task=H.instruction("Shop, plan, sign and file a receipt.", H.start_url(base, task)),
+                          llm=H.ScriptedChat(respond), browser_session=bs, tools=H.make_tools(), max_failures=2,
+                          available_file_paths=[str(upload)], **H.AGENT_KWARGS)
             hist = await agent.run(max_steps=len(steps) + 2, on_step_start=lambda a: H.enable_clipboard(bs, a))
             await asyncio.sleep(0.5)                                     # the last page's beacons
             state = await H.backend_state(bs, base)
             record = (await H.admin_get(bs, base, "/_admin/record"))["entries"]
             return hist, state, record, bs._webmix_dir
-        finally:
-            await H.close_session(bs)
 
     with H.loopback_only() as hits:
         hist, (log, changes, clip), record, folder = asyncio.run(run())
@@ -150,15 +154,12 @@ def test_agent_through_openai_compatible_server(base):
                        usage={"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120})
 
     async def run(url):
-        bs = H.make_session()
-        try:
-            await bs.start()
-            start = await H.prepare(bs, base, {"start": {"url": "/sites/shop"}, "control": {"role": "target", "prep": {}}})
-            agent = Agent(task=H.instruction("Say hello.", start), llm=H.make_llm("pooled", url + "/v1", max_tokens=512),
+        task = {"start": {"url": "/sites/shop"}, "control": {"role": "target", "prep": {}}}
+        async with H.browser(base, task) as bs:
+            agent = Agent(task=H.instruction("Say hello.", H.start_url(base, task)),
+                          llm=H.make_llm("pooled", url + "/v1", max_tokens=512),
                           browser_session=bs, tools=H.make_tools(), max_failures=2, **H.AGENT_KWARGS)
             return await agent.run(max_steps=3)
-        finally:
-            await H.close_session(bs)
 
     with served(app) as url, H.loopback_only() as hits:
         hist = asyncio.run(run(url))
@@ -170,3 +171,124 @@ def test_agent_through_openai_compatible_server(base):
     assert all(f'"{a}"' in schema for a in ("drag", "draw", "macro_done", "read_clipboard", "paste", "select_dropdown"))
     images = [p for m in body["messages"] if isinstance(m["content"], list) for p in m["content"] if p.get("type") == "image_url"]
     assert images, "use_vision: the screenshot goes to the model"
+
+
+# ── the process rules ────────────────────────────────────────────────────────
+
+def fresh_env(home):
+    "This process's environment less what setup_env and the harness import set: a shell's, with HOME at `home`."
+    set_by_webmix = {*config.OFFLINE_ENV, *config.PROCESS_SUBDIRS, "WEBMIX_SYSTEM_TMPDIR", *H.BROWSER_USE_IMPORT_ENV}
+    return {**{k: v for k, v in os.environ.items() if k not in set_by_webmix}, "HOME": str(home)}
+
+
+def python(code, cwd, env, timeout=120):
+    "Run `code` with `python -c` (which browser-use's .env loading treats as interactive: it reads the cwd's .env)."
+    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def running(pid) -> bool:
+    "Whether the process runs (a zombie, killed and not yet reaped, does not)."
+    try: return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess: return False
+
+
+def processes_under(path) -> list:
+    "Running descendants of this process whose command line names `path`."
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if str(path) in " ".join(p.cmdline()) and running(p.pid): found.append(p)
+        except psutil.Error: pass
+    return found
+
+
+IMPORT_PROBE = """
+import json, logging, os, sys
+before = dict(os.environ)
+import webmix.harness
+after = dict(os.environ)
+print(json.dumps({"changed": sorted(k for k in {*before, *after} if before.get(k) != after.get(k)),
+                  "browser_use": "browser_use" in sys.modules, "root_handlers": len(logging.getLogger().handlers)}))
+"""
+
+
+def test_importing_harness_leaves_the_environment_alone(tmp_path):
+    "import webmix.harness: os.environ as before (a .env beside it stays unread), no log handlers, no folders but empty ones."
+    (tmp_path / ".env").write_text("WEBMIX_DOTENV_PROBE=loaded\nVLLM_API_KEY=from-a-dotenv-file\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    got = json.loads(python(IMPORT_PROBE, tmp_path, fresh_env(home)).splitlines()[-1])
+    assert got == {"changed": [], "browser_use": True, "root_handlers": 0}, got
+    # browser-use's telemetry module makes its config folder at import (empty folders); no file is written there
+    assert all(p.is_dir() for p in home.rglob("*")), list(home.rglob("*"))
+
+
+LEFTOVER = """
+import asyncio, json, sys
+from webmix import config, harness as H
+folder = config.setup_env()
+assert config.setup_env() == folder                         # once per process
+bs = H.make_session()
+asyncio.new_event_loop().run_until_complete(bs.start())    # and never closed
+print(json.dumps({"folder": str(folder), "session": str(bs._webmix_dir),
+                  "pids": [p.pid for p in H.browser_processes(bs._webmix_dir)]}), flush=True)
+"""
+
+
+def test_exit_kills_unclosed_browsers_and_removes_the_process_folder(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    # WEBMIX_TMP short: tmp_path is too deep for Chromium's socket (see config's table of variables)
+    short_tmp = tempfile.mkdtemp(prefix="wm-", dir=os.environ["WEBMIX_SYSTEM_TMPDIR"])
+    try:
+        got = json.loads(python(LEFTOVER, tmp_path, {**fresh_env(home), "WEBMIX_TMP": short_tmp}).splitlines()[-1])
+        assert got["pids"] and got["session"].startswith(got["folder"] + "/sessions/")
+        assert got["folder"].startswith(short_tmp + "/webmix-")             # WEBMIX_TMP picked the place
+        time.sleep(0.5)                                                      # the orphans' reaping
+        assert not [p for p in got["pids"] if running(p)] and not os.path.exists(got["folder"]) and not os.listdir(short_tmp)
+    finally:
+        shutil.rmtree(short_tmp, ignore_errors=True)
+
+
+def test_browser_closes_however_the_block_ends(tmp_path):
+    "H.browser leaves no Chromium and no folder when its block raises, is cancelled (twice), or is cancelled while starting."
+    inside = []
+
+    async def raises():
+        async with H.browser(run_dir=tmp_path / "raises") as bs:
+            inside.append(H.browser_processes(bs._webmix_dir))
+            raise KeyError("the block failed")
+
+    async def waits(entered):
+        async with H.browser(run_dir=tmp_path / "cancelled") as bs:
+            inside.append(H.browser_processes(bs._webmix_dir))
+            entered.set()
+            await asyncio.sleep(600)
+
+    async def launched(run_dir):
+        "Until a Chromium runs on a profile under run_dir."
+        while not processes_under(run_dir): await asyncio.sleep(0.01)
+
+    async def main():
+        with pytest.raises(KeyError):
+            await raises()
+        entered = asyncio.Event()
+        task = asyncio.create_task(waits(entered))
+        await entered.wait()
+        task.cancel()                                               # as a wait_for timeout does
+        await asyncio.sleep(0)
+        task.cancel()                                               # and again, while the block closes
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        starting = asyncio.create_task(waits(asyncio.Event()))
+        await asyncio.wait_for(launched(tmp_path / "cancelled"), 60)
+        starting.cancel()                                           # Chromium launched, start() not finished
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+
+    asyncio.run(main())
+    assert len(inside) == 2 and all(inside)                         # a browser ran in the two blocks that began
+    assert not processes_under(tmp_path), processes_under(tmp_path)
+    assert not list(tmp_path.glob("*/browser-*")), list(tmp_path.glob("*/browser-*"))

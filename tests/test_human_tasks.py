@@ -13,6 +13,7 @@ import pytest
 from playwright.async_api import async_playwright
 
 from webmix.catalog import MACROS
+from webmix.config import CHROMIUM
 from webmix.checks import merge_server_log, verify_task
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -127,7 +128,7 @@ def loop():
 @pytest.fixture(scope="module")
 def browser(loop):
     pw = loop.run_until_complete(async_playwright().start())
-    b = loop.run_until_complete(pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"]))
+    b = loop.run_until_complete(pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]))
     yield b
     loop.run_until_complete(b.close())
     loop.run_until_complete(pw.stop())

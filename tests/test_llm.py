@@ -8,7 +8,7 @@ from urllib.error import HTTPError
 import openai
 import pytest
 
-from webmix import harness as H          # first: it sets browser-use's offline environment
+from webmix import harness as H          # before browser_use: harness imports it with webmix's import-time settings
 from webmix import checks
 from webmix import plan_data as P
 from webmix import replay as R
@@ -219,15 +219,11 @@ def shop_specialist(req):
 def test_make_llm_drives_an_agent_step_on_miniweb(base):
     "harness.make_llm (browser-use's ChatOpenAI) against the script: one real select in Chromium, seen by MiniWeb."
     async def run(llm):
-        bs = H.make_session()
-        try:
-            await bs.start()
-            start = await H.prepare(bs, base, {"start": {"url": "/sites/shop/products"}, "control": {"role": "target", "prep": {}}})
-            agent = H.Agent(task=H.instruction("Show only the books.", start), llm=llm, browser_session=bs,
+        task = {"start": {"url": "/sites/shop/products"}, "control": {"role": "target", "prep": {}}}
+        async with H.browser(base, task) as bs:
+            agent = H.Agent(task=H.instruction("Show only the books.", H.start_url(base, task)), llm=llm, browser_session=bs,
                             tools=H.make_tools(), max_failures=2, **H.AGENT_KWARGS)
             return await agent.run(max_steps=4), (await H.admin_get(bs, base, "/_admin/log"))["entries"]
-        finally:
-            await H.close_session(bs)
 
     with ScriptedServer({"shop-lora": shop_specialist}) as srv, H.loopback_only() as hits:
         hist, log = asyncio.run(run(H.make_llm("shop-lora", srv.base_url, max_tokens=512)))

@@ -11,6 +11,7 @@ from urllib.parse import parse_qsl, urljoin, urlsplit
 import pytest
 import requests
 
+from webmix.config import CHROMIUM
 from webmix.miniweb import COOKIE, SpecError, load_site, load_sites, page_path
 
 SITES = load_sites()                      # the oracle: seeded rows and specs of the same files the server serves
@@ -678,7 +679,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 def chromium():
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
 

@@ -1,7 +1,7 @@
 """webmix.replay and webmix.plan_data end to end: kept trajectories replayed as the planner's specialists on a live
 MiniWeb, in real Chromium through real browser-use Agents (only the models are scripts): kept chains' rows validate,
 tampered replays fail their gate, a run killed with SIGKILL resumes without running a chain twice."""
-import asyncio, copy, json, os, shutil, signal, subprocess, sys, textwrap, time
+import asyncio, copy, json, os, shutil, signal, subprocess, sys, time
 from pathlib import Path
 
 import psutil
@@ -12,7 +12,10 @@ from webmix import agent as PA
 from webmix import plan_data as P
 from webmix import replay as R
 from webmix.chains import chain_key, chain_specs, follow, record
+from webmix.config import append_jsonl
 from webmix.miniweb import Servers, free_ports
+from webmix.runs import Worker
+from webmix.pool import kept, pool_items
 
 # ── kept trajectories ────────────────────────────────────────────────────────
 # datagen's kept trajectories when it runs here; a few hand-made ones (the same format) as well, so the replay's
@@ -56,6 +59,7 @@ def _kept(run, tid, macro, family, instruction, start, steps, check, scope=(), a
     (d / "task.json").write_text(json.dumps(task, indent=1))
     (d / "trajectory.json").write_text(json.dumps(traj, indent=1))
     (d / "elements.json").write_text(json.dumps([s["element"] for s in steps]))
+    append_jsonl(Path(run) / "results.jsonl", {"task_id": tid, "site": "shop", "macro": macro, "family": family, "ok": True})
     return tid, d
 
 
@@ -101,7 +105,7 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def items(runs):
-    return P.pool_items(None, runs=runs)
+    return pool_items(None, runs=runs)
 
 
 def _items(items, *ids):
@@ -112,13 +116,8 @@ def _items(items, *ids):
 # ── replay ───────────────────────────────────────────────────────────────────
 
 async def _replay(part, base):
-    bs = H.make_session()
-    try:
-        await bs.start()
-        await H.enable_clipboard(bs)
+    async with H.browser() as bs:
         return await R.replay_part(bs, base, part)
-    finally:
-        await H.close_session(bs)
 
 
 def test_replay_passes_the_gate_of_every_kept_part(runs):
@@ -127,7 +126,7 @@ def test_replay_passes_the_gate_of_every_kept_part(runs):
     failed = []
     with Servers(ports=free_ports(1)) as srv:
         base = srv.bases[0]
-        for tid, d in sorted(P.kept_dirs(runs).items()):
+        for tid, d in sorted(kept(runs).items()):
             part = R.load_part(d, base)
             ok, detail, rp = asyncio.run(_replay(part, base))
             if not (ok and rp.finished): failed.append((tid, detail, rp.errors[-1:]))
@@ -211,7 +210,7 @@ def test_a_later_part_may_reload_the_list_an_earlier_part_filtered(tmp_path, ite
     (fid, fdir), (pid, pdir) = _items(items, "shop-hand-filter", "shop-hand-products")
     chain = [(record(fid, fdir), None), (record(pid, pdir), "home")]
     with Servers(ports=free_ports(1)) as srv:
-        res = asyncio.run(P.run_chain(chain, srv.bases[0], tmp_path / "rows"))
+        res = asyncio.run(P.run_chain(chain, Worker(0, srv.bases[0], tmp_path / "rows", tmp_path / "tmp")))
     assert res["ok"], res
     ep = json.loads((tmp_path / "rows" / chain_key(chain) / "episode.json").read_text())
     assert [t.get("macro") for t in ep["turns"]] == ["filter_by_dropdown", "navigate_home", "open_menu_item", None]
@@ -239,23 +238,17 @@ def test_tampered_replays_fail_their_gate(tmp_path, items):
             first = record(tid, d)
             chain = [(first, None), (copy_rec, follow(first, copy_rec))]
             assert chain[1][1] == "page"
-            res = asyncio.run(P.run_chain(chain, srv.bases[0], out))
-            assert not res["ok"] and res["error"].startswith("check failed: part 1:"), res
-            assert "category" in res["error"]
+            res = asyncio.run(P.run_chain(chain, Worker(0, srv.bases[0], out, tmp_path / "tmp")))
+            assert not res["ok"] and res["cause"].startswith("check failed: part 1:"), res
+            assert "category" in res["cause"]
             failed = out / "_failed" / chain_key(chain)
-            assert (failed / "error.txt").read_text().strip() == res["error"] and (failed / "episode.json").exists()
+            assert (failed / "error.txt").read_text().strip() == res["cause"] and (failed / "episode.json").exists()
             assert not (out / chain_key(chain)).exists()
     assert "category='Kitchen', expected 'Books'" in (out / "_failed" / chain_key(
         [(record(*wrong_val), None), (copy_rec, "page")]) / "error.txt").read_text()
 
 
-# ── SIGKILL mid-way, then resume ─────────────────────────────────────────────
-
-RUN = textwrap.dedent("""
-    from webmix.plan_data import run_plan_data
-    run_plan_data(out={out!r}, chains=6, seed=5, workers=2, ports={ports!r}, runs={runs!r}, progress=False)
-""")
-
+# ── two shards into one folder, one SIGKILLed mid-way, then resumed ─────────────
 
 def _results(path):
     text = Path(path).read_text() if Path(path).exists() else ""
@@ -276,25 +269,99 @@ def _kill_tree(proc):
         shutil.rmtree(d, ignore_errors=True)
 
 
-def test_sigkill_mid_run_then_resume(tmp_path, runs):
+def _shard(out, runs, k, **kw):
+    cmd = ["webmix", "plan-data", "--out", str(out), "--runs", str(runs), "--chains", "6", "--seed", "5",
+           "--workers", "1", "--ports", str(free_ports(1)[0]), "--shard", f"{k}/2"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_two_shards_share_a_folder_and_a_killed_one_resumes(tmp_path, runs):
+    from webmix.formats import problems
     out = tmp_path / "rows"
-    n = len(chain_specs(P.pool_items(None, runs=runs), 6, seed=5))
+    n = len(chain_specs(pool_items(None, runs=runs), 6, seed=5))
     assert n >= 3
-    code = RUN.format(out=str(out), ports=free_ports(2), runs=str(runs))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    one, two = _shard(out, runs, 1), _shard(out, runs, 2)
     try:
         t_end = time.time() + 240
-        while time.time() < t_end and len(_results(out / "results.jsonl")) < 1 and proc.poll() is None:
+        while time.time() < t_end and len(_results(out / "results.jsonl")) < 1 and one.poll() is None:
             time.sleep(0.2)
     finally:
-        _kill_tree(proc)
+        _kill_tree(one)                                  # shard 1 dies with a chain in flight; shard 2 goes on
+    assert two.wait(600) == 0, two.stderr.read()[-2000:]
     first = _results(out / "results.jsonl")
     assert 1 <= len(first) < n, f"{len(first)} of {n} chains before the kill"
-    code = RUN.format(out=str(out), ports=free_ports(2), runs=str(runs))
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=600, stdout=subprocess.DEVNULL)
+    again = _shard(out, runs, 1)
+    assert again.wait(600) == 0, again.stderr.read()[-2000:]
     lines = _results(out / "results.jsonl")
     ids = [r["task_id"] for r in lines]
     assert len(ids) == len(set(ids)) == n, (len(ids), len(set(ids)), n)
     assert [r["task_id"] for r in lines[:len(first)]] == [r["task_id"] for r in first]
-    for r in lines:
+    for k, r in enumerate(lines):
         assert (out / (r["task_id"] if r["ok"] else f"_failed/{r['task_id']}")).is_dir()
+        assert problems("result_plan_data", r, f"line {k + 1}") == []
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert problems("manifest", manifest) == [] and sorted(s["shard"] for s in manifest["sessions"]) == ["1/2", "1/2", "2/2"]
+    assert not (out / "_tmp").exists() or not list((out / "_tmp").iterdir())
+
+
+# ── faults: each one failed line with its cause, the rest of the run goes on ───
+
+class _Malformed:
+    "A loopback server that answers every chat completion with a body that is not JSON."
+    def __enter__(self):
+        import http.server, threading
+        class H_(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.send_response(200); self.send_header("Content-Type", "application/json"); self.end_headers()
+                self.wfile.write(b'{"id": "x", "choices": [{"message": {"content": "unterminated')
+            def log_message(self, *a): pass
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H_)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.srv.server_address[1]}/v1"
+        return self
+
+    def __exit__(self, *exc): self.srv.shutdown()
+
+
+def test_memory_model_faults_and_a_cancelled_chain_are_failed_lines(tmp_path, items, monkeypatch):
+    from webmix.llm import ScriptedServer
+    def error(req): raise RuntimeError("the model crashed")           # the scripted server answers HTTP 500
+    def hang(req): time.sleep(25)
+    kw = dict(chains=2, seed=3, workers=1, items=items, progress=False)
+    with ScriptedServer({"m": error}) as s500, _Malformed() as bad, ScriptedServer({"m": hang}) as slow:
+        got = {}
+        for name, url, extra in (("500", s500.base_url, {}), ("malformed", bad.base_url, {}),
+                                 ("hang", slow.base_url, {"timeout": 12})):
+            out = tmp_path / name
+            P.run_plan_data(out=out, memory_model="m", memory_url=url, ports=free_ports(1), **kw, **extra)
+            got[name] = _results(out / "results.jsonl")
+    for name, lines in got.items():
+        assert len(lines) == 2 and not any(r["ok"] for r in lines), (name, lines)    # the run went through both chains
+    assert all("memory model failed: InternalServerError" in r["cause"] for r in got["500"]), got["500"]
+    assert all("memory model failed" in r["cause"] for r in got["malformed"]), got["malformed"]
+    assert all(r["cause"].startswith("timeout after 12s") for r in got["hang"]), got["hang"]
+
+    # a CancelledError raised inside one chain fails that chain only
+    specs = chain_specs(items, 2, seed=3)
+    victim, only = chain_key(specs[0]), {str(r["dir"]) for r, _ in specs[0]} - {str(r["dir"]) for r, _ in specs[1]}
+    assert only, "the two chains share every part"
+    load = R.load_part
+    def cancel_in_victim(d, base):
+        if str(d) in only: raise asyncio.CancelledError()
+        return load(d, base)
+    monkeypatch.setattr(R, "load_part", cancel_in_victim)
+    out = tmp_path / "cancelled"
+    s = P.run_plan_data(out=out, ports=free_ports(1), **kw)
+    lines = {r["task_id"]: r for r in _results(out / "results.jsonl")}
+    assert lines[victim]["cause"] == "cancelled" and s["ok"] == 1 and len(lines) == 2, lines
+
+
+@pytest.mark.timeout(600)
+def test_plan_data_on_ray(tmp_path, items):
+    pytest.importorskip("ray")
+    out = tmp_path / "rows"
+    s = P.run_plan_data(out=out, chains=2, seed=3, workers=2, items=items, backend="ray", progress=False)
+    assert s["ok"] == s["chains"] == 2, s
+    lines = _results(out / "results.jsonl")
+    assert {r["pid"] for r in lines} != {os.getpid()} and all(P.validate_chain(out / r["task_id"]) == [] for r in lines)

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel, Field
 
-from . import harness as H            # first: it sets browser-use's offline environment before browser_use loads
+from . import harness as H            # before browser_use: harness imports it with webmix's import-time settings
 from browser_use import Agent, Tools
 from browser_use.agent.views import ActionResult
 from .catalog import FAMILIES
@@ -128,7 +128,7 @@ def url_query(url: str) -> str:
     return ", ".join(f"{k}={v}" for k, v in parse_qsl(urlsplit(url or "").query) if v)
 
 def report(family: str, ended: str, actions: list, message, url: str, title: str, left: int, budget: int) -> str:
-    "The report of one delegation, as the planner reads it: the one wording of data generation and evaluation."
+    "The report of one delegation, as the planner reads it: the one wording, for scripted and served teams alike."
     q = url_query(url)
     return "\n".join([
         f"{family} specialist {ended}.",

@@ -103,7 +103,7 @@ class _Without:
         return self.followers.item(p)
 
 class _Followers:
-    "The parts that can follow in one way, in the seed's order, minus those watching the chain's tables."
+    "The parts that can follow in one way, in the reference loop's order, minus those watching the chain's tables."
     def __init__(self, ix, group, taken):
         positions, self.by_control, self.page = group
         self.ix, self.taken = ix, taken

@@ -12,9 +12,10 @@ __all__ = ['ISO_DATE', 'ACTION_ALIASES', 'TARGET_KEYS', 'NUMBER', 'ANSWER_MATCHE
            'judge_answer', 'grade_answer', 'verify_task']
 
 # %% ../nbs/03_checks.ipynb #b7912b3b
-import os, re
+import re
 from datetime import date
 from urllib.parse import parse_qs, urlsplit
+from .config import judge_settings
 
 # %% ../nbs/03_checks.ipynb #3b2a69c7
 def norm(s) -> str:
@@ -343,18 +344,18 @@ Reply YES or NO, then one short sentence why."""
 
 def judge_answer(spec, answer, question) -> dict:
     "The LLM tier: an OpenAI-compatible judge when WEBMIX_JUDGE_MODEL and WEBMIX_JUDGE_URL are set, else skipped."
-    model, url = os.environ.get("WEBMIX_JUDGE_MODEL"), os.environ.get("WEBMIX_JUDGE_URL")
-    if not (model and url):
+    judge = judge_settings()
+    if judge is None:
         return {"tier": "llm", "passed": False, "skipped": True, "detail": "LLM tier skipped: WEBMIX_JUDGE_MODEL/WEBMIX_JUDGE_URL not set"}
     from openai import OpenAI                       # only when a judge is configured: grading never needs it otherwise
     llm = spec.get("llm") or {}
     expected = llm.get("expected") or "; ".join(str(m.get("value") or m.get("pattern")) for m in spec.get("matchers") or [])
     prompt = JUDGE_ASK.format(question=question or "(not given)", expected=expected, answer=answer,
                               rubric=f"Rubric: {llm['rubric']}\n" if llm.get("rubric") else "")
-    client = OpenAI(base_url=url, api_key=os.environ.get("WEBMIX_JUDGE_KEY", "EMPTY"))
-    reply = client.chat.completions.create(model=model, temperature=0, max_tokens=120,
+    client = OpenAI(base_url=judge["url"], api_key=judge["key"])
+    reply = client.chat.completions.create(model=judge["model"], temperature=0, max_tokens=120,
                                            messages=[{"role": "user", "content": prompt}]).choices[0].message.content or ""
-    return {"tier": "llm", "passed": reply.strip().upper().startswith("YES"), "skipped": False, "model": model,
+    return {"tier": "llm", "passed": reply.strip().upper().startswith("YES"), "skipped": False, "model": judge["model"],
             "detail": reply.strip()[:300]}
 
 def grade_answer(spec, answer, question=None) -> dict:

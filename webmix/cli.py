@@ -4,16 +4,18 @@
 
 # %% auto #0
 __all__ = ['CommandParser', 'CONTROL_IDS_JS', 'ROWS_HOWTO', 'COMMANDS', 'sites_list', 'sites_sitemap', 'sites_serve',
-           'DefaultsHelp', 'add_sites', 'walk_sitemaps', 'print_walk', 'pool_summary', 'build_pool', 'run_main',
-           'add_main', 'parser', 'main']
+           'DefaultsHelp', 'with_sites_dir', 'add_sites_dir', 'add_sites', 'walk_sitemaps', 'print_walk',
+           'pool_summary', 'build_pool', 'run_main', 'add_main', 'parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #9bb8c56b
 import argparse, asyncio, json, sys
 from functools import partial
-from .config import DEFAULT_PORTS, comma_list, ports_arg
+from . import config
+from .config import DEFAULT_PORTS, DEFAULT_WORKERS, comma_list, ports_arg
 from .miniweb import Servers, load_sites, site_summary, sitemap, serve
 from .datagen import add_datagen_cli
 from .plan_data import add_plan_data_cli
+from .runs import use_sites_dir
 
 # %% ../nbs/90_cli.ipynb #88885e71
 def sites_list(args):
@@ -44,12 +46,25 @@ class DefaultsHelp(argparse.HelpFormatter):
 
 CommandParser = partial(argparse.ArgumentParser, formatter_class=DefaultsHelp)   # every command's parser
 
+def with_sites_dir(func):
+    "A command that first adds --sites-dir's specs to the embedded sites."
+    def run(args):
+        use_sites_dir(args)
+        return func(args)
+    return run
+
+def add_sites_dir(p):
+    p.add_argument("--sites-dir", default=None, help="a folder of your own site specs, served beside the embedded sites")
+
 def add_sites(sub):
     p = sub.add_parser("sites", help="the MiniWeb sites: list, serve, sitemap")
     s = p.add_subparsers(dest="sites_cmd", required=True, parser_class=CommandParser)
-    q = s.add_parser("list", help="one line (or JSON object) per site"); q.add_argument("--json", action="store_true", help="a JSON list instead of a table"); q.set_defaults(func=sites_list)
-    q = s.add_parser("serve", help="serve every site on loopback"); q.add_argument("--ports", type=ports_arg, default=list(DEFAULT_PORTS), help="one server per port, e.g. 8318,8319"); q.set_defaults(func=sites_serve)
-    q = s.add_parser("sitemap", help="a site's sitemap as JSON"); q.add_argument("site", help="a site name, as `webmix sites list` shows"); q.set_defaults(func=sites_sitemap)
+    q = s.add_parser("list", help="one line (or JSON object) per site"); q.add_argument("--json", action="store_true", help="a JSON list instead of a table"); q.set_defaults(func=with_sites_dir(sites_list))
+    add_sites_dir(q)
+    q = s.add_parser("serve", help="serve every site on loopback"); q.add_argument("--ports", type=ports_arg, default=list(DEFAULT_PORTS), help="one server per port, e.g. 8318,8319"); q.set_defaults(func=with_sites_dir(sites_serve))
+    add_sites_dir(q)
+    q = s.add_parser("sitemap", help="a site's sitemap as JSON"); q.add_argument("site", help="a site name, as `webmix sites list` shows"); q.set_defaults(func=with_sites_dir(sites_sitemap))
+    add_sites_dir(q)
 
 # %% ../nbs/90_cli.ipynb #254faf3c
 CONTROL_IDS_JS = "JSON.stringify([...new Set([...document.querySelectorAll('[data-control-id]')].map(e => e.dataset.controlId))])"
@@ -57,11 +72,8 @@ CONTROL_IDS_JS = "JSON.stringify([...new Set([...document.querySelectorAll('[dat
 async def walk_sitemaps(base, headless=True):
     "-> rows {site, page, url, title, controls, found}: every sitemap page opened in Chromium."
     from webmix import harness as H
-    bs = H.make_session(headless=headless)
     rows = []
-    try:
-        await bs.start()
-        await H.goto(bs, base + "/_admin/session-flags")
+    async with H.browser(base, headless=headless) as bs:             # a fresh MiniWeb session, closed at the end
         for site in load_sites().values():
             for p in site.page_list:
                 url = base + site.url(p["path"])
@@ -70,8 +82,6 @@ async def walk_sitemaps(base, headless=True):
                 want = {c.control_id for c in site.controls if c.page == p["path"]}
                 rows.append({"site": site.name, "page": p["path"], "url": url, "title": await H.evaluate(bs, "document.title"),
                              "controls": len(want), "found": len(want & found)})
-    finally:
-        await H.close_session(bs)
     return rows
 
 def print_walk(rows):
@@ -87,7 +97,8 @@ def print_walk(rows):
 
 def pool_summary(run):
     "The kept/rejected counts of a datagen run by family, as a table."
-    from webmix.datagen import by_family, read_results
+    from webmix.datagen import by_family
+    from webmix.pool import read_results
     fams = by_family(read_results(run))
     lines = [f"{'family':<22} {'kept':>5} {'rejected':>8} {'rate':>6}"]
     lines += [f"{f:<22} {s['kept']:>5} {s['rejected']:>8} {s['rate']:>6.1%}" for f, s in fams.items()]
@@ -96,7 +107,8 @@ def pool_summary(run):
 def build_pool(data, args):
     "A small pool of kept trajectories on a few training sites (skipped when the pool file exists)."
     from webmix.config import site_split
-    from webmix.datagen import run_datagen, write_pool
+    from webmix.datagen import run_datagen
+    from webmix.pool import write_pool
     run, pool = data / "runs" / "main", data / "pools" / "main.txt"
     if pool.exists():
         print(f"pool: {pool} exists ({len(pool.read_text().split())} trajectories); delete it to build it again", flush=True)
@@ -104,7 +116,8 @@ def build_pool(data, args):
         sites = [s for s in args.pool_sites if s in site_split()["train"]]
         if not sites: raise SystemExit(f"--pool-sites: none of {args.pool_sites} is a training site ({site_split()['train']})")
         print(f"pool: one task per control and macro on {', '.join(sites)} into {run} ...", flush=True)
-        run_datagen(run, sites=sites, per_control=1, seed=args.seed, workers=args.workers, ports=args.ports, limit=args.pool_tasks)
+        run_datagen(run, sites=sites, per_control=1, seed=args.seed, workers=args.workers, ports=args.ports,
+                    limit=args.pool_tasks, headless=not args.headful)
         ids = write_pool(run, pool, split="train")
         print(f"pool: {len(ids)} kept trajectories -> {pool}", flush=True)
     print("\n" + pool_summary(run) + "\n", flush=True)
@@ -130,7 +143,7 @@ def run_main(args):
     run, pool = build_pool(data, args)
     out = data / "rows" / "planner" / "main"
     summary = run_plan_data(out=out, chains=args.chains, pool=pool, runs=[run], seed=args.seed, workers=args.workers,
-                            ports=args.ports, headful=args.headful)
+                            ports=args.ports, headless=not args.headful)
     print(f"\nplanner rows: {summary['ok']} of {summary['chains']} chains kept this run, in {out}/<chain id>/rows.jsonl "
           f"(with episode.json and step_*.png); all results in {out}/results.jsonl\n" + ROWS_HOWTO.format(out=out), flush=True)
     return 0 if ok else 1
@@ -138,14 +151,15 @@ def run_main(args):
 def add_main(sub):
     p = sub.add_parser("main", help="the main job on the embedded default (no model server, no network)")
     p.add_argument("--ports", type=ports_arg, default=list(DEFAULT_PORTS), help="MiniWeb server ports, one per worker")
-    p.add_argument("--workers", type=int, default=2, help="browsers running at once")
+    p.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="browsers running at once")
     p.add_argument("--pool-sites", type=comma_list, default=["shop", "kanban"], help="training sites the pool is built on")
     p.add_argument("--pool-tasks", type=int, default=0, help="at most this many datagen tasks for the pool (0: all of those sites')")
     p.add_argument("--chains", type=int, default=20, help="planner chains to build")
     p.add_argument("--seed", type=int, default=0, help="seed of the task and chain draws")
     p.add_argument("--walk-only", action="store_true", help="only walk the sitemaps in Chromium and print the table")
     p.add_argument("--headful", action="store_true", help="show the browser windows")
-    p.set_defaults(func=run_main)
+    add_sites_dir(p)
+    p.set_defaults(func=with_sites_dir(run_main))
 
 # %% ../nbs/90_cli.ipynb #aa85bf48
 COMMANDS = [add_sites, add_main, add_datagen_cli, add_plan_data_cli]
@@ -158,5 +172,6 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
+    config.setup_env()                  # before any browser: browser-use's offline settings, this process's folders
     rc = args.func(args)
     return rc if isinstance(rc, int) else 0

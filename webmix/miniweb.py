@@ -4,14 +4,14 @@
 
 # %% auto #0
 __all__ = ['FIELD_TYPES', 'PAGE_KINDS', 'FILTER_WIDGETS', 'LAYOUTS', 'LIST_STYLES', 'USER', 'SITE_KEYS', 'FIELD_KEYS',
-           'COLLECTION_KEYS', 'PAGE_KEYS', 'SORT_WORDS', 'COMMENTS', 'EMAIL', 'COOKIE', 'SECRET_FIELDS', 'LOOPBACK',
-           'PAGE_VIEWS', 'RECORD_TYPES', 'FLAG_PARSERS', 'SpecError', 'validate_spec', 'seed_rows', 'Control',
-           'sort_options', 'Site', 'derive_pages', 'page_path', 'slider_range', 'derive_controls', 'load_site',
-           'load_sites', 'sitemap', 'Session', 'SessionStore', 'db_create', 'db_update', 'db_delete', 'list_query',
-           'clean_form', 'Bad', 'create_app', 'fmt_value', 'css_value', 'render', 'dispatch', 'view_home', 'view_info',
-           'view_login', 'view_list', 'view_list_tail', 'view_detail', 'add_comment', 'edit_form', 'defaults_for',
-           'export_csv', 'view_board', 'board_move', 'view_signature', 'view_upload', 'upload_download', 'site_summary',
-           'pin_to_one_cpu', 'serve', 'free_ports', 'Servers']
+           'COLLECTION_KEYS', 'PAGE_KEYS', 'SORT_WORDS', 'COMMENTS', 'MAX_SEARCH', 'MAX_CHOICES', 'EMAIL', 'COOKIE',
+           'SECRET_FIELDS', 'LOOPBACK', 'PAGE_VIEWS', 'RECORD_TYPES', 'FLAG_PARSERS', 'SpecError', 'validate_spec',
+           'seed_rows', 'Control', 'sort_options', 'Site', 'derive_pages', 'page_path', 'slider_range',
+           'derive_controls', 'load_site', 'load_sites', 'sitemap', 'Session', 'SessionStore', 'db_create', 'db_update',
+           'db_delete', 'list_query', 'clean_form', 'Bad', 'create_app', 'fmt_value', 'css_value', 'render', 'dispatch',
+           'view_home', 'view_info', 'view_login', 'view_list', 'view_list_tail', 'view_detail', 'add_comment',
+           'edit_form', 'defaults_for', 'export_csv', 'view_board', 'board_move', 'view_signature', 'view_upload',
+           'upload_download', 'site_summary', 'pin_to_one_cpu', 'serve', 'free_ports', 'port_free', 'Servers']
 
 # %% ../nbs/01_miniweb.ipynb #de05a8bd
 import atexit, csv, ctypes, hashlib, io, ipaddress, json, logging, math, os, random, re, secrets, signal, socket, sqlite3, subprocess, sys, tempfile, threading, time
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field as dfield, asdict
 from datetime import date, timedelta
 from functools import cache
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 from urllib.request import urlopen
 
 import yaml
@@ -30,7 +30,7 @@ from markupsafe import Markup
 from werkzeug.exceptions import HTTPException
 from werkzeug.security import generate_password_hash, check_password_hash
 
-from .config import SITES_DIR, TEMPLATES_DIR, STATIC_DIR, split_of
+from .config import SITES_DIR, TEMPLATES_DIR, STATIC_DIR, extra_sites_dirs, split_of
 
 # %% ../nbs/01_miniweb.ipynb #e4326ef5
 FIELD_TYPES = {"text", "longtext", "email", "int", "money", "date", "choice", "bool", "ref"}
@@ -419,14 +419,34 @@ def load_site(path) -> Site:
     except (KeyError, TypeError, ValueError) as e: raise SpecError(f"{path}: seed data: {type(e).__name__}: {e}") from None
 
 @cache
-def _load_dir(d: str) -> dict:
-    return {p.stem: load_site(p) for p in sorted(Path(d).glob("*.yaml"))}
+def _load_dir(d: str) -> tuple:
+    return tuple(load_site(p) for p in sorted(Path(d).iterdir()) if p.suffix in (".yaml", ".yml"))
 
-def load_sites(sites_dir=SITES_DIR) -> dict:
-    "{name: Site} for every spec in the folder (cached per folder)."
-    return _load_dir(str(sites_dir))
+def _site_dirs(sites_dir=None) -> tuple:
+    "The folders whose specs are served: the embedded one, those of $WEBMIX_SITES_DIR, then `sites_dir`; each once."
+    out = []
+    for d in [SITES_DIR, *extra_sites_dirs(), *([sites_dir] if sites_dir else [])]:
+        d = Path(d).expanduser().resolve()
+        if not d.is_dir(): raise FileNotFoundError(f"{d}: no such folder of site specs (from WEBMIX_SITES_DIR or sites_dir)")
+        if str(d) not in out: out.append(str(d))      # SITES_DIR passed explicitly is the embedded folder again, not a clash
+    return tuple(out)
 
-def sitemap(name, sites_dir=SITES_DIR) -> dict:
+@cache
+def _merge(dirs: tuple) -> dict:
+    sites = {}
+    for d in dirs:
+        for site in _load_dir(d):
+            name = site.name
+            if name in sites:
+                raise SpecError(f"two site specs named {name!r}: {sites[name].src} and {site.src}; rename one (the file name is the site's name)")
+            sites[name] = site
+    return sites
+
+def load_sites(sites_dir=None) -> dict:
+    "{name: Site}: the embedded specs, plus those in $WEBMIX_SITES_DIR's folders, plus those in `sites_dir` (cached per folder)."
+    return _merge(_site_dirs(sites_dir))
+
+def sitemap(name, sites_dir=None) -> dict:
     "The sitemap of one site: {name, pages: [{path, title}], controls: [{control_id, page, kind, label, name, options, tables}]}."
     sites = load_sites(sites_dir)
     if name not in sites: raise KeyError(f"unknown site {name!r}; known: {sorted(sites)}")
@@ -499,9 +519,22 @@ def db_delete(sess, site, cname, rid):
     return before
 
 # %% ../nbs/01_miniweb.ipynb #346ff90b
+MAX_SEARCH = 200          # characters in a search; SQLite refuses LIKE patterns past 50,000 bytes
+MAX_CHOICES = 100         # values of one checkbox filter; SQLite binds a bounded number of values per statement
+
 def _number_or_none(v):
-    try: return float(v)
+    "A finite number, else None: nan, inf and 1e999 parse as floats but are no amount."
+    try: v = float(v)
     except (TypeError, ValueError): return None
+    return v if math.isfinite(v) else None
+
+def _whole_or_none(v):
+    "A whole number in ASCII digits, else None; at most 18 of them, so it fits SQLite's 64-bit integers."
+    return int(v) if isinstance(v, str) and re.fullmatch(r"[0-9]{1,18}", v) else None
+
+def _like_pattern(q):
+    "A LIKE pattern (with ESCAPE '\\') finding q anywhere: a % or _ typed in a search is a character, not a wildcard."
+    return "%" + re.sub(r"([\\%_])", r"\\\1", q) + "%"
 
 def _date_or_none(v):
     try: return date.fromisoformat(v).isoformat()
@@ -516,8 +549,9 @@ def list_query(site, p, args):
         if w in ("dropdown", "radio") and args.get(fn):
             where.append(f'"{fn}" = ?'); params.append(args[fn]); state[fn] = args[fn]
         elif w == "checkbox" and args.getlist(fn):
-            vals = args.getlist(fn)
-            where.append(f'"{fn}" IN ({", ".join("?" * len(vals))})'); params += vals; state[fn] = vals
+            vals = list(dict.fromkeys(args.getlist(fn)))          # a value ticked twice counts once
+            if len(vals) > MAX_CHOICES: notes.append(f"Ignored a {fn} filter with more than {MAX_CHOICES} values.")
+            else: where.append(f'"{fn}" IN ({", ".join("?" * len(vals))})'); params += vals; state[fn] = vals
         elif w == "slider" and args.get(f"{fn}_max"):
             v = _number_or_none(args[f"{fn}_max"])
             if v is None: notes.append(f"Ignored a {fn} maximum that is not a number.")
@@ -532,9 +566,10 @@ def list_query(site, p, args):
     if p.get("tabs") and args.get("tab"):
         where.append(f'"{p["tabs"]}" = ?'); params.append(args["tab"]); state["tab"] = args["tab"]
     q = (args.get("q") or "").strip()
-    if p.get("search") and q:
-        where.append("(" + " OR ".join(f'"{f}" LIKE ?' for f in p["search"]) + ")")
-        params += [f"%{q}%"] * len(p["search"]); state["q"] = q
+    if p.get("search") and len(q) > MAX_SEARCH: notes.append(f"Ignored a search longer than {MAX_SEARCH} characters.")
+    elif p.get("search") and q:
+        where.append("(" + " OR ".join(f"\"{f}\" LIKE ? ESCAPE '\\'" for f in p["search"]) + ")")
+        params += [_like_pattern(q)] * len(p["search"]); state["q"] = q
     order = p.get("order") or coll.get("order") or "id"
     order_sql = f'"{order.lstrip("-")}" {"DESC" if order.startswith("-") else "ASC"}, id'
     s = args.get("sort", "")
@@ -558,9 +593,11 @@ def clean_form(site, db, cname, fields, form):
             else: values[fn] = None
             continue
         t = f["type"]
+        if len(raw) > 2000: errors[fn] = f"{_label(fn, f)} is too long."; continue     # before parsing a 100,000-digit number
         if t in ("int", "money", "ref"):
             v = _number_or_none(raw)
             if v is None or (t in ("int", "ref") and v != int(v)): errors[fn] = f"{_label(fn, f)} must be a {'whole ' if t != 'money' else ''}number."; continue
+            if abs(v) >= 2 ** 63: errors[fn] = f"{_label(fn, f)} is too large."; continue   # past SQLite's 64-bit integers
             v = int(v) if t != "money" else round(v, 2)
             if "min" in f and v < f["min"] or "max" in f and v > f["max"]:
                 errors[fn] = f"{_label(fn, f)} must be between {f.get('min', '-inf')} and {f.get('max', 'inf')}."; continue
@@ -572,7 +609,6 @@ def clean_form(site, db, cname, fields, form):
             else: values[fn] = v
         elif t == "email" and not EMAIL.fullmatch(raw): errors[fn] = f"{_label(fn, f)} must be an e-mail address."
         elif t == "choice" and raw not in f["options"]: errors[fn] = f"{_label(fn, f)} must be one of {', '.join(map(str, f['options']))}."
-        elif len(raw) > 2000: errors[fn] = f"{_label(fn, f)} is too long."
         else: values[fn] = raw
     return values, errors
 
@@ -602,8 +638,8 @@ def _log_request(resp):
                          "query": _flat(request.args), "form": form, "status": resp.status_code,
                          "ms": round((time.perf_counter() - g.perf0) * 1000, 2)})
 
-def create_app(sites_dir=SITES_DIR, max_sessions=2000) -> Flask:
-    "The MiniWeb WSGI app over every site spec in `sites_dir`."
+def create_app(sites_dir=None, max_sessions=2000) -> Flask:
+    "The MiniWeb WSGI app over every site `load_sites(sites_dir)` finds."
     sites = load_sites(sites_dir)
     store = SessionStore(max_sessions)
     app = Flask("webmix.miniweb", template_folder=str(TEMPLATES_DIR), static_folder=str(STATIC_DIR), static_url_path="/static")
@@ -711,7 +747,7 @@ def dispatch(site, by_page, rest):
             hit = view_list_tail(site, by_page, p, tail)
             if hit is not None: return hit
         elif p["kind"] == "board" and tail == "move" and request.method == "POST": return board_move(site, p)
-        elif p["kind"] == "upload" and (m := re.fullmatch(r"(\d+)/download", tail)): return upload_download(site, p, int(m.group(1)))
+        elif p["kind"] == "upload" and (m := re.fullmatch(r"([0-9]{1,18})/download", tail)): return upload_download(site, p, int(m.group(1)))
     abort(404, f"{site.title} has no page {rest}.")
 
 def view_home(site, by_page):
@@ -743,8 +779,7 @@ def view_list(site, by_page, p):
     db = g.sess.db(site)
     total = db.execute(f'SELECT COUNT(*) FROM "{cname}" WHERE {where}', params).fetchone()[0]
     npages = max(1, -(-total // per))
-    page = int(request.args["page"]) if request.args.get("page", "").isdigit() else 1
-    page = min(max(page, 1), npages)
+    page = min(max(_whole_or_none(request.args.get("page")) or 1, 1), npages)
     rows = [dict(r) for r in db.execute(f'SELECT * FROM "{cname}" WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?',
                                         [*params, per, (page - 1) * per])]
     for fn, f in site.collections[cname]["fields"].items():          # a linked record shows by its title
@@ -761,7 +796,7 @@ def view_list_tail(site, by_page, p, tail):
     base, cname = page_path(p), p["collection"]
     if tail == "export.csv" and p.get("download"): return export_csv(site, p)
     if tail == "new" and p.get("create"): return _login_first(site) or edit_form(site, by_page, p, None)
-    m = re.fullmatch(r"(\d+)(?:/(edit|delete|comments))?", tail)
+    m = re.fullmatch(r"([0-9]{1,18})(?:/(edit|delete|comments))?", tail)     # a longer id is no record: a 404
     if not m or not p.get("detail"): return None
     rid, action = int(m.group(1)), m.group(2)
     row = _row(g.sess.db(site), cname, rid)
@@ -847,15 +882,17 @@ def view_board(site, by_page, p):
 def board_move(site, p):
     if not g.sess.logged_in(site): abort(403, "Sign in to move cards.")
     cname, grp, order = p["collection"], p["group"], p.get("order", "position")
-    rid, col, pos = (request.form.get(k, "") for k in ("id", "group", "position"))
-    if not (rid.isdigit() and pos.lstrip("-").isdigit()) or col not in map(str, site.choices(cname, grp)):
+    raw_id, col, raw_pos = (request.form.get(k, "") for k in ("id", "group", "position"))
+    rid, pos = _whole_or_none(raw_id), _whole_or_none(raw_pos.lstrip("-"))
+    if rid is None or pos is None or col not in map(str, site.choices(cname, grp)):
         abort(400, "A move needs a card id, a known column and a position.")
+    if raw_pos.startswith("-"): pos = 0                   # before the first card
     db = g.sess.db(site)
-    if _row(db, cname, int(rid)) is None: abort(404, f"No card {rid}.")
-    others = [r["id"] for r in db.execute(f'SELECT id FROM "{cname}" WHERE "{grp}" = ? AND id != ? ORDER BY "{order}", id', (col, int(rid)))]
-    others.insert(min(max(int(pos), 0), len(others)), int(rid))
+    if _row(db, cname, rid) is None: abort(404, f"No card {rid}.")
+    others = [r["id"] for r in db.execute(f'SELECT id FROM "{cname}" WHERE "{grp}" = ? AND id != ? ORDER BY "{order}", id', (col, rid))]
+    others.insert(min(pos, len(others)), rid)
     for i, oid in enumerate(others, 1):
-        db_update(g.sess, site, cname, oid, {grp: col, order: i} if oid == int(rid) else {order: i})
+        db_update(g.sess, site, cname, oid, {grp: col, order: i} if oid == rid else {order: i})
     return jsonify(ok=True, order=others)
 
 def view_signature(site, by_page, p):
@@ -875,7 +912,7 @@ def view_signature(site, by_page, p):
 
 def _strokes(raw):
     try: s = json.loads(raw or "[]")
-    except ValueError: return []
+    except (ValueError, RecursionError): return []         # RecursionError: arrays nested thousands deep
     ok = lambda pt: isinstance(pt, list) and len(pt) == 2 and all(isinstance(v, (int, float)) for v in pt)
     return [st for st in s if isinstance(st, list) and len(st) >= 2 and all(map(ok, st))] if isinstance(s, list) else []
 
@@ -901,7 +938,13 @@ def upload_download(site, p, rid):
     if row is None: abort(404, f"No file {rid}.")
     data = g.sess.blobs.get((site.name, rid)) or f"{row['filename']}: a file from {site.title}.\n".encode()
     return Response(data, mimetype=row.get("content_type") or "application/octet-stream",
-                    headers={"Content-Disposition": f'attachment; filename="{row["filename"]}"'})
+                    headers={"Content-Disposition": _attachment(row["filename"])})
+
+def _attachment(filename):
+    "A Content-Disposition for any uploaded name: printable ASCII as it is, else an ASCII stand-in plus the UTF-8 name (RFC 6266)."
+    plain = re.sub(r'[^\x20-\x7e]|["\\]', "_", filename)     # a header is latin-1 on the wire: a server cannot send 日本.txt
+    if plain == filename: return f'attachment; filename="{filename}"'
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 PAGE_VIEWS = {"list": view_list, "board": view_board, "signature": view_signature, "upload": view_upload,
               "login": view_login, "info": view_info}
@@ -919,11 +962,16 @@ def _admin_session(store):
 
 def _posted_json():
     try: body = json.loads(request.get_data(as_text=True) or "null")
-    except ValueError: raise Bad("the body is not JSON") from None
+    except (ValueError, RecursionError): raise Bad("the body is not JSON (or is nested too deep)") from None
     if not isinstance(body, dict): raise Bad("the body must be a JSON object")
     return body
 
-FLAG_PARSERS = {"logout": lambda v: v in ("1", "true", "yes"), "cart": int}
+def _cart_item(v):
+    "The id of the item a session starts with in its cart."
+    if _whole_or_none(v) is None: raise ValueError(v)
+    return int(v)
+
+FLAG_PARSERS = {"logout": lambda v: v in ("1", "true", "yes"), "cart": _cart_item}
 
 def _admin_routes(app, sites, store):
     @app.before_request
@@ -944,9 +992,9 @@ def _admin_routes(app, sites, store):
 
     def stream(name):
         s = _admin_session(store)
-        since = request.args.get("since", "0")
-        if not re.fullmatch(r"\d+", since): raise Bad(f"since must be a whole number, not {since!r}")
-        with s.lock: return jsonify(session=s.id, entries=getattr(s, name)[int(since):])
+        since = _whole_or_none(request.args.get("since", "0"))
+        if since is None: raise Bad(f"since must be a whole number (at most 18 digits), not {request.args['since'][:40]!r}")
+        with s.lock: return jsonify(session=s.id, entries=getattr(s, name)[since:])
 
     app.add_url_rule("/_admin/log", "admin_log", lambda: stream("log"))
     app.add_url_rule("/_admin/changes", "admin_changes", lambda: stream("changes"))
@@ -964,7 +1012,7 @@ def _admin_routes(app, sites, store):
     def record():
         if request.method == "GET": return stream("record")
         s, body = _admin_session(store), _posted_json()
-        if body.get("type") not in RECORD_TYPES: raise Bad(f"unknown record type {body.get('type')!r}")
+        if not isinstance(body.get("type"), str) or body["type"] not in RECORD_TYPES: raise Bad(f"unknown record type {body.get('type')!r:.60}")
         with s.lock: s.record.append({"t": time.time(), **{k: body.get(k) for k in ("type", "url", "target", "value", "to", "points")
                                                          if body.get(k) is not None}})
         return jsonify(ok=True)
@@ -990,7 +1038,7 @@ def pin_to_one_cpu(key: int) -> int | None:
     os.sched_setaffinity(0, {cpu := cpus[key % len(cpus)]})
     return cpu
 
-def serve(port, sites_dir=SITES_DIR, threads=8, host="127.0.0.1", cpu=None):
+def serve(port, sites_dir=None, threads=8, host="127.0.0.1", cpu=None):
     "Serve MiniWeb on one port in this process (blocks), pinned to one CPU (`cpu`, else picked by the port)."
     from waitress import serve as waitress_serve
     pin_to_one_cpu(port if cpu is None else cpu)          # before waitress starts its threads: they inherit it
@@ -1012,7 +1060,8 @@ def free_ports(n=1) -> list:
     finally:
         for s in socks: s.close()
 
-def _port_free(port):
+def port_free(port) -> bool:
+    "Whether nothing listens on this loopback port."
     with closing(socket.socket()) as s:
         return s.connect_ex(("127.0.0.1", port)) != 0
 
@@ -1022,18 +1071,21 @@ def _tail(f, n=2000):
 
 class Servers:
     "Context manager: one MiniWeb server process per port; `.bases` are their base URLs."
-    def __init__(self, ports=(8318, 8319), sites_dir=SITES_DIR, threads=8, timeout=60):
-        self.ports, self.sites_dir, self.threads, self.timeout = [int(p) for p in ports], str(sites_dir), threads, timeout
+    def __init__(self, ports=(8318, 8319), sites_dir=None, threads=8, timeout=60, first_cpu=0):
+        # the servers inherit WEBMIX_SITES_DIR; an extra folder goes to them as an absolute path, whatever their cwd
+        self.sites_dir = str(Path(sites_dir).resolve()) if sites_dir else None
+        self.ports, self.threads, self.timeout = [int(p) for p in ports], threads, timeout
+        self.first_cpu = first_cpu              # server i is pinned to CPU first_cpu + i (one Servers per worker: its index)
         self.procs, self.bases = [], [f"http://127.0.0.1:{p}" for p in self.ports]
 
     def __enter__(self):
-        busy = [p for p in self.ports if not _port_free(p)]
+        busy = [p for p in self.ports if not port_free(p)]
         if busy: raise OSError(f"port(s) {busy} already in use: pick others with --ports")
         atexit.register(self.stop)
         self._on_sigterm()
         try:
             for i, p in enumerate(self.ports):             # one CPU each, in turn
-                code = f"from webmix.miniweb import serve; serve({p}, {self.sites_dir!r}, {self.threads}, cpu={i})"
+                code = f"from webmix.miniweb import serve; serve({p}, {self.sites_dir!r}, {self.threads}, cpu={self.first_cpu + i})"
                 err = tempfile.TemporaryFile()          # a file, not a pipe: a pipe nobody reads fills up and blocks the server
                 self.procs.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=err,
                                                    start_new_session=True, preexec_fn=_die_with_parent))

@@ -6,18 +6,20 @@ recorded element by its descriptor), canonical replies, images saved beside the 
 # %% auto #0
 __all__ = ['MEMORY_LLM', 'LEAK', 'DONE_ASK', 'MEMORY_ASK', 'SCROLL_MEMORY', 'TOP_MEMORY', 'GESTURES', 'LOCATE_JS', 'load_task',
            'load_part', 'build_plan', 'find_index', 'selector_map', 'home_links', 'action_event', 'canonical',
-           'save_images', 'configure_memory', 'ask_memory', 'Replayer', 'replay_llm', 'upload_files', 'session_events',
-           'replay_part']
+           'save_images', 'configure_memory', 'memory_faults', 'ask_memory', 'Replayer', 'replay_llm', 'upload_files',
+           'session_events', 'replay_part']
 
 # %% ../nbs/06_replay.ipynb #b47d1bd7
 import asyncio, base64, inspect, json, os, re, shutil
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 
 from . import harness as H
 from . import checks
 from .catalog import FAMILY_OF
-from .datagen import EVENT_ACTIONS, descriptor, event_target
+from .drivers import EVENT_ACTIONS, descriptor, event_target
 from .miniweb import load_sites, sitemap
 from .llm import openai_key
 
@@ -226,6 +228,18 @@ def _openai_messages(messages) -> list:
     bu = [m for m in messages if not isinstance(m, dict)]
     return (OpenAIMessageSerializer.serialize_messages(bu) if bu else []) + [m for m in messages if isinstance(m, dict)]
 
+_FAULTS: ContextVar = ContextVar("memory_faults", default=None)
+
+@contextmanager
+def memory_faults():
+    "Collect, inside the block (and the tasks it starts), the memory model's failed calls: yields their list."
+    token = _FAULTS.set(faults := [])
+    try: yield faults
+    finally: _FAULTS.reset(token)
+
+def _fault(e) -> None:
+    if (faults := _FAULTS.get()) is not None: faults.append(f"{type(e).__name__}: {str(e)[:200]}")
+
 async def ask_memory(messages, prompt, parse=None, need=None, tries=3, max_tokens=320):
     "The memory model's cleaned reply to `prompt` after `messages` (None without a model, on error, or when `need` is missing)."
     if not MEMORY_LLM: return None
@@ -236,7 +250,8 @@ async def ask_memory(messages, prompt, parse=None, need=None, tries=3, max_token
                 model=MEMORY_LLM["model"], temperature=0 if k == 0 else 0.7, max_completion_tokens=max_tokens, messages=msgs)
             raw = r.choices[0].message.content or ""
             text = _clean((parse(raw) if parse else raw).strip().strip('"'))
-        except Exception:
+        except Exception as e:          # the caller falls back to its template; memory_faults() tells it why
+            _fault(e)
             return None
         if text and (need is None or str(need).strip().lower() in text.lower()): return text
     return None

@@ -1,0 +1,166 @@
+"""webmix.formats: the JSON Schemas of webmix's files against what the code really writes: every task generated for
+every site, and the task.json, trajectory.json and results.jsonl of a tiny datagen run in Chromium."""
+import copy, json
+
+import jsonschema
+import pytest
+
+from webmix import harness as H          # noqa: F401  (first: it sets browser-use's offline environment)
+from webmix import formats as F
+from webmix.config import SCHEMAS_DIR
+from webmix.miniweb import free_ports
+
+try: from webmix.tasks import all_tasks                  # the task makers' module
+except ImportError: from webmix.datagen import all_tasks  # before datagen was split
+
+MINE = ("task", "trajectory", "result_datagen", "result_plan_data")
+ENGINE = ["task_id", "ok", "cause", "duration_s", "worker", "t", "pid", "host"]
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    return all_tasks()
+
+
+# the schemas themselves
+
+def test_every_schema_file_is_a_kind_and_valid():
+    assert {p.stem for p in SCHEMAS_DIR.glob("*.json")} == set(F.KINDS)   # a new schema needs its line in KINDS
+    for name in F.KINDS:
+        s = F.schema(name)
+        jsonschema.Draft202012Validator.check_schema(s)
+        assert s["$id"] == f"webmix/{name}.json" and s.get("title") and s.get("description"), name
+
+
+def _properties(node, path=""):
+    "(path, property schema) of every property declared anywhere in a schema."
+    if isinstance(node, dict):
+        for k, v in (node.get("properties") or {}).items():
+            if isinstance(v, dict): yield f"{path}/{k}", v
+        for k, v in node.items(): yield from _properties(v, f"{path}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node): yield from _properties(v, f"{path}/{i}")
+
+
+def test_my_schemas_document_every_property():
+    for name in MINE:
+        s = F.schema(name)
+        assert s["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+        assert s.get("additionalProperties", True) is not False, name       # later versions may add fields
+        for path, p in _properties(s):
+            if "/if/" in path or "/then/" in path: continue                   # conditions restate, they do not declare
+            if "$ref" in p: p = {**F.schema(name)["$defs"][p["$ref"].split("/")[-1]], **p}
+            assert p.get("title") and p.get("description"), f"{name}{path}"
+
+
+def test_result_schemas_share_the_engine_fragment():
+    engines = [F.schema(n)["$defs"]["engine"] for n in F.KINDS if n.startswith("result_")]
+    assert len(engines) >= 2 and all(e == engines[0] for e in engines)
+    assert engines[0]["required"] == ENGINE
+    for n in F.KINDS:
+        if n.startswith("result_"): assert {"$ref": "#/$defs/engine"} in F.schema(n)["allOf"], n
+
+
+def test_an_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="no schema 'nope'"): F.schema("nope")
+
+
+# tasks: every one the makers generate
+
+def test_every_generated_task_validates(tasks):
+    assert len(tasks) > 500 and len({t["site"] for t in tasks}) > 5
+    bad = [p for t in tasks for p in F.problems("task", t, t["task_id"])]
+    assert bad == [], bad[:10]
+    for t in tasks: assert t["task_id"].startswith(f"{t['site']}-{t['macro']}-")
+
+
+def test_the_task_schema_catches_broken_tasks(tasks):
+    mid = next(t for t in tasks if t["start"]["kind"] == "mid_chain")
+    fresh = next(t for t in tasks if t["check"]["kind"] == "answer")
+    cases = {
+        "start: 'prefix' is a required property": lambda t: t["start"].pop("prefix"),
+        "start/url: 'http://x/sites/a' does not match '^/sites/'": lambda t: t["start"].update(url="http://x/sites/a"),
+        "check/kind: 'maybe' is not one of": lambda t: t["check"].update(kind="maybe"),
+        "(top): 'verifier' is a required property": lambda t: t.pop("verifier"),
+        "option: [] is not of type 'object'": lambda t: t.update(option=[]),
+        "control/role: 3 is not of type 'string', 'null'": lambda t: t["control"].update(role=3),
+    }
+    for want, breaks in cases.items():
+        t = copy.deepcopy(mid)
+        breaks(t)
+        assert any(p.startswith("task.json: " + want) for p in F.problems("task", t, "task.json")), want
+    t = copy.deepcopy(fresh)
+    t["check"].pop("value")
+    assert F.problems("task", t) == ["check: 'value' is a required property"]
+    with pytest.raises(ValueError, match="not a valid task .*'value' is a required property"): F.check("task", t)
+    assert F.check("task", fresh) is fresh
+
+
+# results lines: the engine's fields, strictly
+
+def test_result_lines_need_the_engine_fields_and_a_cause():
+    line = {"task_id": "shop-log_out-0123456789", "site": "shop", "macro": "log_out", "family": "Navigation",
+            "ok": True, "cause": None, "duration_s": 3.2, "worker": 0, "t": 1.7e9, "pid": 12, "host": "h"}
+    assert F.problems("result_datagen", line) == []
+    assert F.problems("result_datagen", {**line, "worker": "ray-1"}) == []
+    assert F.problems("result_datagen", {**line, "ok": False}) == ["cause: None is not of type 'string'"]
+    assert [p[:10] for p in F.problems("result_datagen", {**line, "ok": False, "cause": ""})] == ["cause: '' "]
+    assert F.problems("result_datagen", {k: v for k, v in line.items() if k != "host"}, "w") == [
+        "w: (top): 'host' is a required property"]
+    chain = {"task_id": "plan-shop-0123456789", "site": "shop", "parts": ["shop-a-0123456789", "shop-b-0123456789"],
+             "via": [None, "home"], "ok": True, "cause": None, "turns": 4, "steps": 3, "instruction_by": "merged",
+             "detail": "a | b", "duration_s": 40.0, "timing": {"browser": 2.0, "planner": 5.5}, "worker": 1,
+             "t": 1.7e9, "pid": 12, "host": "h"}
+    assert F.problems("result_plan_data", chain) == []
+    old = {k: v for k, v in chain.items() if k not in ("cause", "worker", "t", "pid", "host")}   # today's line
+    assert len(F.problems("result_plan_data", {**old, "ok": False, "error": "x"})) == 5
+    assert F.problems("result_plan_data", {**chain, "via": ["page", "home"]}) == ["via/0: 'page' is not of type 'null'"]
+
+
+def test_check_jsonl_skips_a_torn_last_line(tmp_path):
+    line = {"task_id": "shop-log_out-0123456789", "site": "shop", "macro": "log_out", "family": "Navigation",
+            "ok": True, "cause": None, "duration_s": 3.2, "worker": 0, "t": 1.7e9, "pid": 12, "host": "h"}
+    p = tmp_path / "results.jsonl"
+    p.write_text(json.dumps(line) + "\n\n" + json.dumps({**line, "ok": False}) + "\n" + '{"task_id": "sho')
+    assert F.check_jsonl("result_datagen", p) == ["results.jsonl line 3: cause: None is not of type 'string'"]
+    p.write_text(json.dumps(line) + "\nnot json\n")
+    assert F.check_jsonl("result_datagen", p)[0].startswith("results.jsonl line 2: not JSON: ")
+    assert F.check_jsonl("result_datagen", tmp_path / "missing.jsonl")[0].startswith("missing.jsonl: ")
+    p.write_text(json.dumps({**line, "detail": "a\u2028b\x85c"}, ensure_ascii=False) + "\n")   # as append_jsonl writes
+    assert F.check_jsonl("result_datagen", p) == []
+
+
+# a real datagen run: two shop tasks (a slider drag with its drop target; a mid-chain question with its answer)
+
+@pytest.fixture(scope="module")
+def run(tasks, tmp_path_factory):
+    from webmix.datagen import run_datagen
+    shop = [t for t in tasks if t["site"] == "shop"]
+    pick = [next(t for t in shop if t["macro"] == "filter_by_slider"),
+            next(t for t in shop if t["macro"] == "report_information" and t["start"]["kind"] == "mid_chain")]
+    out = tmp_path_factory.mktemp("formats") / "run"
+    run_datagen(out, tasks=pick, ports=free_ports(1), workers=1, progress=False)
+    return out, pick
+
+
+def test_a_real_runs_tasks_and_trajectories_validate(run):
+    out, pick = run
+    dirs = sorted(d for kind in ("accepted", "rejected") for d in (out / kind).glob("*") if d.is_dir())
+    assert sorted(d.name for d in dirs) == sorted(t["task_id"] for t in pick)
+    trajs = []
+    for d in dirs:
+        assert F.problems("task", json.loads((d / "task.json").read_text()), f"{d.name}/task.json") == []
+        traj = json.loads((d / "trajectory.json").read_text())
+        assert F.problems("trajectory", traj, f"{d.name}/trajectory.json") == []
+        trajs.append(traj)
+    steps = [s for tr in trajs for s in tr["steps"]]
+    assert any("event" in s for s in steps) and any("to" in s for s in steps)      # the optional step fields were seen
+    assert any(tr["history_macro"] for tr in trajs)
+
+
+@pytest.mark.xfail(strict=False, reason="datagen's result lines get pid and host (the engine's fields) once it runs on "
+                                        "webmix.runs; until then they lack them")
+def test_a_real_runs_result_lines_validate(run):
+    out, pick = run
+    assert len(F.check_jsonl("result_datagen", out / "results.jsonl")) == 0
+    assert len((out / "results.jsonl").read_text().splitlines()) == len(pick)
