@@ -1,10 +1,10 @@
 """chain_specs over a synthetic pool: webmix.chains' indexed sampler against a straightforward transcription of the
-seed's loop (plan_data.chain_specs), which scans every record of the site for every part it adds.
+reference loop (the reference system's plan_data.chain_specs), which scans every record of the site for every part it adds.
 
-    python benchmarks/chains.py [--records 100000] [--chains 10000] [--seed-chains 1000]
+    python benchmarks/chains.py [--records 100000] [--chains 10000] [--reference-chains 1000]
 
-The seed's loop is too slow for 10,000 chains over 100,000 records (quadratic), so the ratio is measured on the
-first --seed-chains chains of the same pool, for both, in this run; the index's full-size time is printed too.
+The reference loop is too slow for 10,000 chains over 100,000 records (quadratic), so the ratio is measured on the
+first --reference-chains chains of the same pool, for both, in this run; the index's full-size time is printed too.
 """
 import argparse, random, sys, time
 from collections import Counter, defaultdict
@@ -44,8 +44,8 @@ def synthetic_records(n, n_sites=12, seed=0):
     return [synthetic_record(rng, i, rng.choice(sites)) for i in range(n)]
 
 
-def seed_chain_specs(records, n_chains, sizes=(2, 3, 4), seed=0, tries=40, answer_share=0.5):
-    "The seed's plan_data.chain_specs loop, transcribed as it is (records given instead of dirs)."
+def reference_chain_specs(records, n_chains, sizes=(2, 3, 4), seed=0, tries=40, answer_share=0.5):
+    "The reference system's plan_data.chain_specs loop, transcribed as it is (records given instead of dirs)."
     by_site = defaultdict(list)
     for r in records:
         by_site[r["site"]].append(r)
@@ -111,7 +111,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--chains", type=int, default=10_000)
-    ap.add_argument("--seed-chains", type=int, default=1_000, help="chains for the seed loop's comparison run")
+    ap.add_argument("--reference-chains", type=int, default=1_000, help="chains for the reference loop's comparison run")
     args = ap.parse_args(argv)
     pool = synthetic_records(args.records)
     full, t_full = timed(chain_specs_from_records, pool, args.chains)
@@ -120,13 +120,13 @@ def main(argv=None):
           f"{sum(r['answers'] for r in pool):,} answering, {sum(r['home_start'] for r in pool):,} home starts")
     print(f"index: {len(full):,} chains from {len(pool):,} records in {t_full:.2f} s "
           f"(parts per chain: {dict(sorted(parts.items()))})")
-    mine, t_mine = timed(chain_specs_from_records, pool, args.seed_chains)
-    theirs, t_seed = timed(seed_chain_specs, pool, args.seed_chains)
-    print(f"{args.seed_chains:,} chains from {len(pool):,} records: seed loop {t_seed:.2f} s, index {t_mine:.3f} s, "
-          f"ratio {t_seed / t_mine:.0f}x, same chains: {ids(mine) == ids(theirs)}")
-    if args.seed_chains < args.chains:
-        est = t_seed / args.seed_chains * args.chains
-        print(f"seed loop at {args.chains:,} chains, extrapolated per chain: ~{est:.0f} s (ratio ~{est / t_full:.0f}x)")
+    mine, t_mine = timed(chain_specs_from_records, pool, args.reference_chains)
+    theirs, t_ref = timed(reference_chain_specs, pool, args.reference_chains)
+    print(f"{args.reference_chains:,} chains from {len(pool):,} records: reference loop {t_ref:.2f} s, index {t_mine:.3f} s, "
+          f"ratio {t_ref / t_mine:.0f}x, same chains: {ids(mine) == ids(theirs)}")
+    if args.reference_chains < args.chains:
+        est = t_ref / args.reference_chains * args.chains
+        print(f"reference loop at {args.chains:,} chains, extrapolated per chain: ~{est:.0f} s (ratio ~{est / t_full:.0f}x)")
 
 
 if __name__ == "__main__":

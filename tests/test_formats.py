@@ -158,9 +158,8 @@ def test_a_real_runs_tasks_and_trajectories_validate(run):
     assert any(tr["history_macro"] for tr in trajs)
 
 
-@pytest.mark.xfail(strict=False, reason="datagen's result lines get pid and host (the engine's fields) once it runs on "
-                                        "webmix.runs; until then they lack them")
-def test_a_real_runs_result_lines_validate(run):
+def test_a_real_runs_result_lines_and_manifest_validate(run):
     out, pick = run
-    assert len(F.check_jsonl("result_datagen", out / "results.jsonl")) == 0
+    assert F.check_jsonl("result_datagen", out / "results.jsonl") == []
+    assert F.problems("manifest", json.loads((out / "manifest.json").read_text())) == []
     assert len((out / "results.jsonl").read_text().splitlines()) == len(pick)

@@ -185,7 +185,7 @@ def test_tasks_cover_the_test_sites():
         assert task["task_id"] == d.name and set(task["sites"]) <= TEST_SITES and task["site"] == task["sites"][0]
         assert 2 <= len(task["macros"]) <= 4 and all(m.split("#")[0] in MACROS for m in task["macros"]), task["macros"]
         assert list(verifier["macros"]) == task["macros"] == list(task["macro_subtasks"])
-        assert task["needs_login"] == ("authenticate_by_form" in verifier["macros"])      # the seeds' login rule
+        assert task["needs_login"] == ("authenticate_by_form" in verifier["macros"])      # start logged out exactly when the task logs in
         start = task["starting_url"]
         assert start == "/" if len(task["sites"]) > 1 else start.startswith(f"/sites/{task['site']}")
         tasks.append((task, verifier))

@@ -17,12 +17,12 @@ from webmix.miniweb import COOKIE, SpecError, load_site, load_sites, page_path
 SITES = load_sites()                      # the oracle: seeded rows and specs of the same files the server serves
 SITEMAPS = {name: s.sitemap() for name, s in SITES.items()}
 STREAMS = ("log", "changes", "clipboard", "record")
-CONTRACT_KINDS = ["dropdown", "checkbox", "radio", "tabs", "date_picker", "pagination", "search", "text_field", "comment",
+CONTROL_KINDS = ["dropdown", "checkbox", "radio", "tabs", "date_picker", "pagination", "search", "text_field", "comment",
                   "create_form", "edit_form", "delete_form", "login_form", "logout", "menu", "breadcrumb", "detail_link",
                   "home_link", "drag_reorder", "slider", "signature_pad", "copy_button", "file_upload", "file_download",
                   "sort", "date_range"]
 BROWSER_KINDS = ["drag_reorder", "signature_pad", "copy_button", "file_upload"]
-HTTP_KINDS = [k for k in CONTRACT_KINDS if k not in BROWSER_KINDS]
+HTTP_KINDS = [k for k in CONTROL_KINDS if k not in BROWSER_KINDS]
 TEMPLATE_ERRORS = ("Traceback", "jinja2", "UndefinedError", "TemplateSyntaxError", "Internal Server Error", "{{", "{%")
 STROKES = json.dumps([[[10, 10], [40, 30], [80, 35]]])
 
@@ -655,7 +655,7 @@ def test_every_sitemap_page_renders_with_its_controls(base, sitemaps):
 
 def test_sitemaps_use_only_contract_kinds():
     kinds = {c["kind"] for sm in SITEMAPS.values() for c in sm["controls"]}
-    assert kinds <= set(CONTRACT_KINDS), f"kinds no test performs: {sorted(kinds - set(CONTRACT_KINDS))}"
+    assert kinds <= set(CONTROL_KINDS), f"kinds no test performs: {sorted(kinds - set(CONTROL_KINDS))}"
 
 
 @pytest.mark.parametrize("kind", HTTP_KINDS)

@@ -9,7 +9,7 @@ __all__ = ['PKG_DIR', 'SITES_DIR', 'TEMPLATES_DIR', 'STATIC_DIR', 'SCHEMAS_DIR',
            'MODEL_TIMEOUT_S', 'ADMIN_TIMEOUT_S', 'CHROMIUM', 'OPENAI_KEY_VARS', 'GEMINI_KEY_VARS', 'OFFLINE_ENV',
            'PROCESS_SUBDIRS', 'data_dir', 'runs_dir', 'annotations_dir', 'extra_sites_dirs', 'site_split', 'split_of',
            'append_jsonl', 'short', 'comma_list', 'int_list', 'ports_arg', 'chain_timeout_s', 'env_key',
-           'openai_base_url', 'judge_settings', 'tmp_base', 'setup_env', 'at_exit']
+           'openai_base_url', 'ray_address', 'judge_settings', 'tmp_base', 'setup_env', 'at_exit']
 
 # %% ../nbs/00_config.ipynb #048a030b
 import json, os
@@ -118,6 +118,10 @@ def env_key(*names) -> tuple:
 def openai_base_url() -> str | None:
     "$OPENAI_BASE_URL: the OpenAI-compatible server llm.chat calls when given none (None when unset)."
     return os.environ.get("OPENAI_BASE_URL") or None
+
+def ray_address() -> str | None:
+    "$RAY_ADDRESS: the Ray cluster to join when no address is given (None when unset: a local Ray)."
+    return os.environ.get("RAY_ADDRESS") or None
 
 def judge_settings() -> dict | None:
     "The answer judge {model, url, key} from $WEBMIX_JUDGE_MODEL, $WEBMIX_JUDGE_URL and $WEBMIX_JUDGE_KEY; None unless model and URL are set."

@@ -5,11 +5,11 @@
 # %% auto #0
 __all__ = ['RESULTS', 'SECRET_WORDS', 'HOST', 'BACKENDS', 'read_results', 'done_keys', 'latest', 'parse_shard', 'in_shard',
            'shard_arg', 'FolderBusy', 'folder_lock', 'git_state', 'site_hashes', 'public', 'now', 'new_manifest',
-           'config_chromium', 'ManifestMismatch', 'differences', 'open_manifest', 'close_manifest', 'Worker',
-           'WorkerServer', 'failure', 'guarded', 'Run', 'plan_units', 'run_sync', 'RayWorker', 'ray_init', 'run_units',
-           'fetch_title', 'add_run_options', 'run_kwargs', 'use_sites_dir']
+           'ManifestMismatch', 'differences', 'open_manifest', 'close_manifest', 'Worker', 'WorkerServer', 'failure',
+           'guarded', 'Run', 'plan_units', 'run_sync', 'RayWorker', 'ray_init', 'run_units', 'fetch_title',
+           'add_run_options', 'run_kwargs', 'use_sites_dir']
 
-# %% ../nbs/04b_runs.ipynb #31808f0a
+# %% ../nbs/04b_runs.ipynb #be5d2104
 import asyncio, fcntl, hashlib, json, os, platform, shutil, socket, subprocess, sys, time, traceback, uuid
 from collections import Counter
 from contextlib import contextmanager
@@ -20,7 +20,7 @@ from pathlib import Path
 from . import config
 from .config import append_jsonl, short
 
-# %% ../nbs/04b_runs.ipynb #4100c807
+# %% ../nbs/04b_runs.ipynb #e1890bc2
 RESULTS = "results.jsonl"
 
 def read_results(out) -> list:
@@ -57,7 +57,7 @@ def _close_torn_line(path: Path) -> None:
         try: os.write(fd, b"\n")
         finally: os.close(fd)
 
-# %% ../nbs/04b_runs.ipynb #d2c2a09c
+# %% ../nbs/04b_runs.ipynb #e6f128a4
 def parse_shard(s) -> tuple | None:
     "'k/n' -> (k, n) with 1 <= k <= n; None or '' -> None. Raises ValueError with the rule on bad input."
     if s in (None, "", (1, 1)): return None
@@ -80,7 +80,7 @@ def shard_arg(s):
     try: return parse_shard(s)
     except ValueError as e: raise ArgumentTypeError(str(e)) from None
 
-# %% ../nbs/04b_runs.ipynb #d889f274
+# %% ../nbs/04b_runs.ipynb #7829d449
 class FolderBusy(RuntimeError):
     "Another process is already running these units into this folder."
 
@@ -110,10 +110,11 @@ def folder_lock(out, shard=None):
     finally:
         for fd in fds: os.close(fd)
 
-# %% ../nbs/04b_runs.ipynb #e7f5f314
+# %% ../nbs/04b_runs.ipynb #1b73abd6
 SECRET_WORDS = ("key", "token", "secret", "password")
 
 def _run(cmd) -> str | None:
+    # a version query or a git status: seconds at most, and a manifest without the answer beats a stuck run
     try: return subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError): return None
 
@@ -153,14 +154,11 @@ def new_manifest(runner: str, settings: dict, args: dict, models=()) -> dict:
     from webmix import __version__
     return {"format": 1, "runner": runner, "webmix_version": __version__, "git": git_state(),
             "python": platform.python_version(), "browser_use": _version("browser-use"),
-            "chromium": _run([config_chromium(), "--version"]), "sites": site_hashes(),
+            "chromium": _run([str(config.CHROMIUM), "--version"]), "sites": site_hashes(),
             "settings": public(settings), "models": [public(m) for m in models], "args": public(args),
             "created": now(), "sessions": []}
 
-def config_chromium() -> str:
-    return str(getattr(config, "CHROMIUM", "/usr/bin/chromium"))
-
-# %% ../nbs/04b_runs.ipynb #9b695290
+# %% ../nbs/04b_runs.ipynb #4518d451
 class ManifestMismatch(RuntimeError):
     "Resuming into this folder would mix results made under other settings."
 
@@ -212,7 +210,7 @@ def close_manifest(out, index: int, **fields) -> None:
         m["sessions"][index].update(ended=now(), **fields)
         _write_json_atomic(path, m)
 
-# %% ../nbs/04b_runs.ipynb #0aac3cb3
+# %% ../nbs/04b_runs.ipynb #71afa372
 @dataclass
 class Worker:
     index: int
@@ -239,7 +237,7 @@ class Worker:
         os.replace(staged, dest)
         return dest
 
-# %% ../nbs/04b_runs.ipynb #5142ecde
+# %% ../nbs/04b_runs.ipynb #069477fc
 class WorkerServer:
     "One MiniWeb server process for one worker, restarted when it has died."
     def __init__(self, port=None, cpu=0):
@@ -266,7 +264,7 @@ class WorkerServer:
     def stop(self):
         if self.srv is not None: self.srv.stop()
 
-# %% ../nbs/04b_runs.ipynb #06f9f4e1
+# %% ../nbs/04b_runs.ipynb #920942e0
 HOST = socket.gethostname()
 
 def failure(cause: str, **fields) -> dict:
@@ -296,7 +294,7 @@ async def guarded(run_one, unit, key: str, worker: Worker, timeout=None, fields=
                t=round(time.time(), 3))
     return res
 
-# %% ../nbs/04b_runs.ipynb #5e452a1a
+# %% ../nbs/04b_runs.ipynb #3cbcd37e
 @dataclass
 class Run:
     out: Path
@@ -319,7 +317,7 @@ class Run:
                 "ok_per_min": round(self.ok / self.seconds * 60, 2) if self.seconds and n else None,
                 "failures": dict(causes.most_common(8))}
 
-# %% ../nbs/04b_runs.ipynb #41bb6f4d
+# %% ../nbs/04b_runs.ipynb #97322629
 def _stale_tmp(tmp_root: Path) -> None:
     "Remove temp folders of processes on this host that are gone (a SIGKILLed run leaves its folder behind)."
     import psutil
@@ -354,7 +352,7 @@ class _Progress:
 
     def close(self): self.bar.close()
 
-# %% ../nbs/04b_runs.ipynb #068d1854
+# %% ../nbs/04b_runs.ipynb #9766bbcb
 def run_sync(coro):
     "Run a coroutine to its end from sync code, also where an event loop already runs (a notebook): then in a thread."
     try: asyncio.get_running_loop()
@@ -384,7 +382,7 @@ async def _local(todo, run_one, key, fields, ctx, record):
     finally:
         for s in servers: s.stop()
 
-# %% ../nbs/04b_runs.ipynb #90099380
+# %% ../nbs/04b_runs.ipynb #3f0aa3ba
 class RayWorker:
     "The body of a Ray actor: a worker with its own MiniWeb server and event loop."
     def __init__(self, index, out, tmp, headless, options, cpu=0):
@@ -402,13 +400,13 @@ class RayWorker:
         self.server.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-def ray_init(address=None, workers=2):
+def ray_init(address=None, workers=config.DEFAULT_WORKERS):
     "Connect to Ray: the cluster at `address` (or RAY_ADDRESS), else a local one sized for `workers`."
     import ray
     if ray.is_initialized(): return ray
     env = {k: v for k, v in os.environ.items() if k.startswith("WEBMIX_")}
     kw = dict(runtime_env={"env_vars": env} if env else None, log_to_driver=True)
-    if address or os.environ.get("RAY_ADDRESS"): ray.init(address=address or os.environ["RAY_ADDRESS"], **kw)
+    if address := address or config.ray_address(): ray.init(address=address, **kw)
     else: ray.init(num_cpus=max(workers, 1), include_dashboard=False, object_store_memory=200 * 2**20, **kw)
     return ray
 
@@ -438,11 +436,11 @@ def _ray(todo, run_one, key, fields, ctx, record):
             submit(i)
     finally:
         for a in actors:
-            try: ray.get(a.stop.remote(), timeout=30)
+            try: ray.get(a.stop.remote(), timeout=config.SERVER_START_TIMEOUT_S)    # a server stops in seconds
             except Exception: pass           # noqa: BLE001  a dead actor has nothing to stop
             ray.kill(a)
 
-# %% ../nbs/04b_runs.ipynb #82b8509b
+# %% ../nbs/04b_runs.ipynb #d1751fd9
 BACKENDS = ("local", "ray")
 
 def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], fields=None, workers=None,
@@ -487,7 +485,7 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
             close_manifest(out, index, ok=run.ok, failed=run.failed, skipped=skipped)
     return run
 
-# %% ../nbs/04b_runs.ipynb #f004c8ac
+# %% ../nbs/04b_runs.ipynb #279a4536
 async def fetch_title(unit, worker) -> dict:
     "A unit that needs only a server: the <title> of `unit['path']` on the worker's MiniWeb (for examples and tests)."
     import re, urllib.request
@@ -499,7 +497,7 @@ async def fetch_title(unit, worker) -> dict:
     worker.place(staged, worker.out / "pages" / unit["task_id"])
     return {"ok": True, "title": re.search(r"<title>(.*?)</title>", html, re.S).group(1).strip()}
 
-# %% ../nbs/04b_runs.ipynb #9b13928c
+# %% ../nbs/04b_runs.ipynb #daa4bdde
 def add_run_options(p, workers=None, ports=None, timeout=None, out_help=None, timeout_help=None):
     "--out, --workers, --ports, --seed, --limit, --headful, --timeout, --backend, --ray-address, --shard, --force, --sites-dir."
     # with out_help, --out has a default the runner picks (the help says which); without, it is required
