@@ -5,15 +5,16 @@
    (server start-up excluded).
 2. Cost per step: every action step of the 1-worker run's kept trajectories (browser-use Agent + scripted model:
    state extraction, screenshot, prompt, action, waits) against the same actions done with plain Playwright
-   (playwright.async_api on /usr/bin/chromium with the same offline flags) on the same pages, in the same process:
-   a fresh MiniWeb session, the task's start page, then each step on the element found by its control id.
+   (playwright.async_api on Debian's Chromium (config.CHROMIUM) with the same offline flags) on the same pages, in the
+   same process: a fresh MiniWeb session, the task's start page, then each step on the element found by its control id.
 
     python benchmarks/datagen_throughput.py [--tasks 16] [--macros m1,m2] [--ports 8330,8331] [--json out.json]
 """
 import argparse, asyncio, json, random, statistics, sys, tempfile, time
 from pathlib import Path
 
-from webmix import harness as H          # before browser_use
+from webmix import config
+from webmix import harness as H
 from webmix.datagen import run_datagen
 from webmix.pool import kept, read_results
 from webmix.tasks import all_tasks
@@ -50,7 +51,7 @@ async def playwright_steps(run, base):
     from playwright.async_api import async_playwright
     times, episodes = [], []
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=H.CHROMIUM, headless=True, args=H.chromium_args())
+        browser = await p.chromium.launch(executable_path=config.CHROMIUM, headless=True, args=H.chromium_args())
         for tid in sorted(kept(run)):
             d = Path(run) / "accepted" / tid
             task, traj = json.loads((d / "task.json").read_text()), json.loads((d / "trajectory.json").read_text())

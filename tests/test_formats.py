@@ -5,7 +5,6 @@ import copy, json
 import jsonschema
 import pytest
 
-from webmix import harness as H          # noqa: F401  (first: it sets browser-use's offline environment)
 from webmix import formats as F
 from webmix.config import SCHEMAS_DIR
 from webmix.miniweb import free_ports

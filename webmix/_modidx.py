@@ -240,7 +240,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'webmix.harness.ScriptedChat.model_name': ('harness.html#scriptedchat.model_name', 'webmix/harness.py'),
                                 'webmix.harness.ScriptedChat.name': ('harness.html#scriptedchat.name', 'webmix/harness.py'),
                                 'webmix.harness.ScriptedChat.provider': ('harness.html#scriptedchat.provider', 'webmix/harness.py'),
-                                'webmix.harness.__getattr__': ('harness.html#__getattr__', 'webmix/harness.py'),
                                 'webmix.harness._audit': ('harness.html#_audit', 'webmix/harness.py'),
                                 'webmix.harness._env_for_import': ('harness.html#_env_for_import', 'webmix/harness.py'),
                                 'webmix.harness._fmt': ('harness.html#_fmt', 'webmix/harness.py'),

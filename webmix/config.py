@@ -6,10 +6,11 @@ split: the one place every other module reads them from."""
 # %% auto #0
 __all__ = ['PKG_DIR', 'SITES_DIR', 'TEMPLATES_DIR', 'STATIC_DIR', 'SCHEMAS_DIR', 'MAX_STEPS', 'DEFAULT_PORTS', 'PLAN_DATA_PORTS',
            'DEFAULT_WORKERS', 'UNIT_TIMEOUT_S', 'CHAIN_TIMEOUT_S', 'CHAIN_TURN_TIMEOUT_S', 'SERVER_START_TIMEOUT_S',
-           'MODEL_TIMEOUT_S', 'ADMIN_TIMEOUT_S', 'CHROMIUM', 'OPENAI_KEY_VARS', 'GEMINI_KEY_VARS', 'OFFLINE_ENV',
-           'PROCESS_SUBDIRS', 'data_dir', 'runs_dir', 'annotations_dir', 'extra_sites_dirs', 'site_split', 'split_of',
-           'append_jsonl', 'short', 'comma_list', 'int_list', 'ports_arg', 'chain_timeout_s', 'env_key',
-           'openai_base_url', 'ray_address', 'judge_settings', 'tmp_base', 'setup_env', 'at_exit']
+           'MODEL_TIMEOUT_S', 'AGENT_STEP_TIMEOUT_S', 'ADMIN_TIMEOUT_S', 'CHROMIUM', 'OPENAI_KEY_VARS',
+           'GEMINI_KEY_VARS', 'OFFLINE_ENV', 'PROCESS_SUBDIRS', 'data_dir', 'runs_dir', 'annotations_dir',
+           'extra_sites_dirs', 'site_split', 'split_of', 'append_jsonl', 'short', 'comma_list', 'int_list', 'ports_arg',
+           'chain_timeout_s', 'env_key', 'openai_base_url', 'ray_address', 'judge_settings', 'tmp_base', 'setup_env',
+           'at_exit']
 
 # %% ../nbs/00_config.ipynb #048a030b
 import json, os
@@ -89,15 +90,17 @@ def ports_arg(s) -> list:
     return ports
 
 # %% ../nbs/00_config.ipynb #7c0f1a02
-DEFAULT_PORTS = (8318, 8319)           # `webmix sites serve` and datagen
+DEFAULT_PORTS = (8318, 8319)           # `webmix sites serve`, datagen and `miniweb.Servers()`
 PLAN_DATA_PORTS = (8320, 8321)         # plan-data's own pair
 DEFAULT_WORKERS = 2                    # units at once: one browser and one MiniWeb server each
 
 UNIT_TIMEOUT_S = 150                   # one datagen task: browser start, the scripted episode, the backend reads
 CHAIN_TIMEOUT_S = 120                  # one plan-data chain, before its turns...
 CHAIN_TURN_TIMEOUT_S = 40              # ...plus this much per planner turn
-SERVER_START_TIMEOUT_S = 60            # a MiniWeb server process, from launch until it answers
-MODEL_TIMEOUT_S = 120                  # one request to a served model (llm.chat)
+SERVER_START_TIMEOUT_S = 60            # a MiniWeb server process, from launch until it answers (miniweb.Servers)
+MODEL_TIMEOUT_S = 120                  # one request to a served model (llm.chat, replay's memory model)
+AGENT_STEP_TIMEOUT_S = 180             # one browser-use Agent step (its default step_timeout, which specialists keep);
+                                       # a planner turn gets this once per specialist step it may delegate, plus one
 ADMIN_TIMEOUT_S = 30                   # one read of MiniWeb's admin API (harness.admin_get)
 
 def chain_timeout_s(turns: int) -> float:

@@ -11,7 +11,7 @@ __all__ = ['ANY', 'BOX_JS', 'DESCRIBE_JS', 'THUMB_PX', 'SIGNATURE', 'DRIVERS', '
            'drive_comment', 'drive_login', 'drive_logout', 'drive_nav', 'drive_board', 'drive_signature', 'Driver']
 
 # %% ../nbs/05b_drivers.ipynb #c20bcf09
-from . import harness as H            # first: it sets browser-use's offline environment before its import
+from . import harness as H
 
 import asyncio, json, math, re
 from urllib.parse import parse_qs, urlsplit

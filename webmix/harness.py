@@ -74,7 +74,7 @@ def chromium_args(online: bool = False, net_log=None) -> list:
 
 # %% ../nbs/04_harness.ipynb #19490d3a
 NORMALIZED: dict = {}      # id(session) -> False when its drag/draw coordinates are CSS pixels (default: 0-1000)
-ROUTER_NOTES: dict = {}    # id(session) -> a note for the agent's next step (see enable_clipboard)
+ROUTER_NOTES: dict = {}    # id(session) -> a note for the agent's next step (see enable_clipboard); nothing writes one yet
 _LIVE: set = set()         # folders of the sessions not killed yet, for the exit hook
 
 class HarnessSession(BrowserSession):
@@ -169,11 +169,6 @@ def _kill_leftovers():
     for folder in list(_LIVE):
         _kill_browsers(folder)
         shutil.rmtree(folder, ignore_errors=True)
-
-def __getattr__(name):
-    # PROCESS_DIR was a constant made at import; the folder is now setup_env()'s, made when first asked for
-    if name == "PROCESS_DIR": return setup_env()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # %% ../nbs/04_harness.ipynb #633b93d7
 def is_loopback(host) -> bool:
@@ -359,7 +354,7 @@ async def prepare(bs, base: str, task: dict) -> str:
 
 # %% ../nbs/04_harness.ipynb #5d9c50ff
 async def enable_clipboard(bs, agent=None) -> None:
-    "Clipboard read/write for all origins and a focused agent tab; hands a pending router note to `agent`."
+    "Clipboard read/write for all origins and a focused agent tab; hands a pending note (ROUTER_NOTES) to `agent`."
     await bs.cdp_client.send.Browser.grantPermissions(params={"permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
     cdp = await bs.get_or_create_cdp_session()
     await cdp.cdp_client.send.Emulation.setFocusEmulationEnabled(params={"enabled": True}, session_id=cdp.session_id)

@@ -30,7 +30,8 @@ from markupsafe import Markup
 from werkzeug.exceptions import HTTPException
 from werkzeug.security import generate_password_hash, check_password_hash
 
-from .config import SITES_DIR, TEMPLATES_DIR, STATIC_DIR, extra_sites_dirs, split_of
+from .config import (DEFAULT_PORTS, SERVER_START_TIMEOUT_S, SITES_DIR, TEMPLATES_DIR, STATIC_DIR, extra_sites_dirs,
+                           split_of)
 
 # %% ../nbs/01_miniweb.ipynb #e4326ef5
 FIELD_TYPES = {"text", "longtext", "email", "int", "money", "date", "choice", "bool", "ref"}
@@ -1043,6 +1044,8 @@ def serve(port, sites_dir=None, threads=8, host="127.0.0.1", cpu=None):
     from waitress import serve as waitress_serve
     pin_to_one_cpu(port if cpu is None else cpu)          # before waitress starts its threads: they inherit it
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)   # a line per queued request is noise under load
+    # channel_timeout: an idle keep-alive connection is closed after 60 s (waitress: 120) to free its slot sooner;
+    # a browser just opens a new one
     waitress_serve(create_app(sites_dir), host=host, port=int(port), threads=threads, ident="miniweb",
                    connection_limit=1000, channel_timeout=60, asyncore_use_poll=True)
 
@@ -1071,7 +1074,7 @@ def _tail(f, n=2000):
 
 class Servers:
     "Context manager: one MiniWeb server process per port; `.bases` are their base URLs."
-    def __init__(self, ports=(8318, 8319), sites_dir=None, threads=8, timeout=60, first_cpu=0):
+    def __init__(self, ports=DEFAULT_PORTS, sites_dir=None, threads=8, timeout=SERVER_START_TIMEOUT_S, first_cpu=0):
         # the servers inherit WEBMIX_SITES_DIR; an extra folder goes to them as an absolute path, whatever their cwd
         self.sites_dir = str(Path(sites_dir).resolve()) if sites_dir else None
         self.ports, self.threads, self.timeout = [int(p) for p in ports], threads, timeout
@@ -1100,6 +1103,7 @@ class Servers:
         while time.time() < t_end:
             if proc.poll() is not None: raise RuntimeError(f"MiniWeb server {base} exited: {_tail(proc.err)}")
             try:
+                # one probe: a server that is up answers in milliseconds; the loop retries until self.timeout
                 with urlopen(base + "/_admin/sites", timeout=2) as r:
                     if r.status == 200 and r.headers.get("X-MiniWeb-PID") == str(proc.pid): return
                     raise OSError(f"another process answers on {base}")

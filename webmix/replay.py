@@ -19,6 +19,7 @@ from pathlib import Path
 from . import harness as H
 from . import checks
 from .catalog import FAMILY_OF
+from .config import MODEL_TIMEOUT_S, setup_env
 from .drivers import EVENT_ACTIONS, descriptor, event_target
 from .miniweb import load_sites, sitemap
 from .llm import openai_key
@@ -202,7 +203,8 @@ def configure_memory(url=None, model=None):
         MEMORY_LLM = None
         return None
     from openai import AsyncOpenAI
-    MEMORY_LLM = {"client": AsyncOpenAI(base_url=url, api_key=openai_key(), max_retries=1, timeout=60), "model": model}
+    MEMORY_LLM = {"client": AsyncOpenAI(base_url=url, api_key=openai_key(), max_retries=1, timeout=MODEL_TIMEOUT_S),
+                  "model": model}
     return MEMORY_LLM
 
 LEAK = re.compile(r"\s*\[\d+\]|\b(?:element|index|idx|elem)\s*(?:#|no\.?\s*)?\d+\b|\bdata-[a-z-]+(?:=(?:\"[^\"]*\"|'[^']*'|\S+))?"
@@ -436,7 +438,7 @@ async def replay_part(bs, base, part, out_dir=None, max_steps=H.MAX_STEPS, prepa
     task, traj = part["task"], part["traj"]
     start = base + task["start"]["url"] if prepared else await H.prepare(bs, base, task)
     rp = Replayer(bs, base, build_plan(traj, part["elements"]), part["dir"], out_dir, traj, task)
-    files = upload_files(rp.plan, task, out_dir or H.PROCESS_DIR / "uploads")
+    files = upload_files(rp.plan, task, out_dir or setup_env() / "uploads")
     agent = Agent(task=H.instruction(task["instruction"], start), llm=replay_llm(rp, bs=bs), browser_session=bs,
                   tools=H.make_tools(), max_failures=rp.max_misses, available_file_paths=files, **H.AGENT_KWARGS)
     H.use_normalized_coordinates(bs)
