@@ -9,7 +9,7 @@ __all__ = ['RESULTS', 'SECRET_WORDS', 'HOST', 'BACKENDS', 'read_results', 'done_
            'guarded', 'Run', 'plan_units', 'run_sync', 'RayWorker', 'ray_init', 'run_units', 'fetch_title',
            'add_run_options', 'run_kwargs', 'use_sites_dir']
 
-# %% ../nbs/04b_runs.ipynb #be5d2104
+# %% ../nbs/04b_runs.ipynb #5e27602e
 import asyncio, fcntl, hashlib, json, os, platform, shutil, socket, subprocess, sys, time, traceback, uuid
 from collections import Counter
 from contextlib import contextmanager
@@ -20,7 +20,7 @@ from pathlib import Path
 from . import config
 from .config import append_jsonl, short
 
-# %% ../nbs/04b_runs.ipynb #e1890bc2
+# %% ../nbs/04b_runs.ipynb #4e3955fc
 RESULTS = "results.jsonl"
 
 def read_results(out) -> list:
@@ -57,7 +57,7 @@ def _close_torn_line(path: Path) -> None:
         try: os.write(fd, b"\n")
         finally: os.close(fd)
 
-# %% ../nbs/04b_runs.ipynb #e6f128a4
+# %% ../nbs/04b_runs.ipynb #5b5868db
 def parse_shard(s) -> tuple | None:
     "'k/n' -> (k, n) with 1 <= k <= n; None or '' -> None. Raises ValueError with the rule on bad input."
     if s in (None, "", (1, 1)): return None
@@ -80,7 +80,7 @@ def shard_arg(s):
     try: return parse_shard(s)
     except ValueError as e: raise ArgumentTypeError(str(e)) from None
 
-# %% ../nbs/04b_runs.ipynb #7829d449
+# %% ../nbs/04b_runs.ipynb #3f30b2e8
 class FolderBusy(RuntimeError):
     "Another process is already running these units into this folder."
 
@@ -110,7 +110,7 @@ def folder_lock(out, shard=None):
     finally:
         for fd in fds: os.close(fd)
 
-# %% ../nbs/04b_runs.ipynb #1b73abd6
+# %% ../nbs/04b_runs.ipynb #1fea0682
 SECRET_WORDS = ("key", "token", "secret", "password")
 
 def _run(cmd) -> str | None:
@@ -158,7 +158,7 @@ def new_manifest(runner: str, settings: dict, args: dict, models=()) -> dict:
             "settings": public(settings), "models": [public(m) for m in models], "args": public(args),
             "created": now(), "sessions": []}
 
-# %% ../nbs/04b_runs.ipynb #4518d451
+# %% ../nbs/04b_runs.ipynb #172cf434
 class ManifestMismatch(RuntimeError):
     "Resuming into this folder would mix results made under other settings."
 
@@ -210,7 +210,7 @@ def close_manifest(out, index: int, **fields) -> None:
         m["sessions"][index].update(ended=now(), **fields)
         _write_json_atomic(path, m)
 
-# %% ../nbs/04b_runs.ipynb #71afa372
+# %% ../nbs/04b_runs.ipynb #6de89a83
 @dataclass
 class Worker:
     index: int
@@ -237,7 +237,7 @@ class Worker:
         os.replace(staged, dest)
         return dest
 
-# %% ../nbs/04b_runs.ipynb #069477fc
+# %% ../nbs/04b_runs.ipynb #e7d50796
 class WorkerServer:
     "One MiniWeb server process for one worker, restarted when it has died."
     def __init__(self, port=None, cpu=0):
@@ -264,7 +264,7 @@ class WorkerServer:
     def stop(self):
         if self.srv is not None: self.srv.stop()
 
-# %% ../nbs/04b_runs.ipynb #920942e0
+# %% ../nbs/04b_runs.ipynb #6918e81c
 HOST = socket.gethostname()
 
 def failure(cause: str, **fields) -> dict:
@@ -294,7 +294,7 @@ async def guarded(run_one, unit, key: str, worker: Worker, timeout=None, fields=
                t=round(time.time(), 3))
     return res
 
-# %% ../nbs/04b_runs.ipynb #3cbcd37e
+# %% ../nbs/04b_runs.ipynb #bf367ad0
 @dataclass
 class Run:
     out: Path
@@ -317,7 +317,7 @@ class Run:
                 "ok_per_min": round(self.ok / self.seconds * 60, 2) if self.seconds and n else None,
                 "failures": dict(causes.most_common(8))}
 
-# %% ../nbs/04b_runs.ipynb #97322629
+# %% ../nbs/04b_runs.ipynb #da8dd34a
 def _stale_tmp(tmp_root: Path) -> None:
     "Remove temp folders of processes on this host that are gone (a SIGKILLed run leaves its folder behind)."
     import psutil
@@ -352,7 +352,7 @@ class _Progress:
 
     def close(self): self.bar.close()
 
-# %% ../nbs/04b_runs.ipynb #9766bbcb
+# %% ../nbs/04b_runs.ipynb #f462b423
 def run_sync(coro):
     "Run a coroutine to its end from sync code, also where an event loop already runs (a notebook): then in a thread."
     try: asyncio.get_running_loop()
@@ -382,7 +382,7 @@ async def _local(todo, run_one, key, fields, ctx, record):
     finally:
         for s in servers: s.stop()
 
-# %% ../nbs/04b_runs.ipynb #3f0aa3ba
+# %% ../nbs/04b_runs.ipynb #344b049b
 class RayWorker:
     "The body of a Ray actor: a worker with its own MiniWeb server and event loop."
     def __init__(self, index, out, tmp, headless, options, cpu=0):
@@ -440,7 +440,7 @@ def _ray(todo, run_one, key, fields, ctx, record):
             except Exception: pass           # noqa: BLE001  a dead actor has nothing to stop
             ray.kill(a)
 
-# %% ../nbs/04b_runs.ipynb #d1751fd9
+# %% ../nbs/04b_runs.ipynb #07b5c3be
 BACKENDS = ("local", "ray")
 
 def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], fields=None, workers=None,
@@ -485,7 +485,7 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
             close_manifest(out, index, ok=run.ok, failed=run.failed, skipped=skipped)
     return run
 
-# %% ../nbs/04b_runs.ipynb #279a4536
+# %% ../nbs/04b_runs.ipynb #dc140884
 async def fetch_title(unit, worker) -> dict:
     "A unit that needs only a server: the <title> of `unit['path']` on the worker's MiniWeb (for examples and tests)."
     import re, urllib.request
@@ -497,7 +497,7 @@ async def fetch_title(unit, worker) -> dict:
     worker.place(staged, worker.out / "pages" / unit["task_id"])
     return {"ok": True, "title": re.search(r"<title>(.*?)</title>", html, re.S).group(1).strip()}
 
-# %% ../nbs/04b_runs.ipynb #daa4bdde
+# %% ../nbs/04b_runs.ipynb #3d9ec4dc
 def add_run_options(p, workers=None, ports=None, timeout=None, out_help=None, timeout_help=None):
     "--out, --workers, --ports, --seed, --limit, --headful, --timeout, --backend, --ray-address, --shard, --force, --sites-dir."
     # with out_help, --out has a default the runner picks (the help says which); without, it is required
