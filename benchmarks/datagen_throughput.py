@@ -62,16 +62,20 @@ async def playwright_steps(run, base):
             await page.goto(base + task["start"]["url"])
             for s in traj["steps"]:
                 if s["action"] in NO_PLAYWRIGHT: continue
-                moves = s["url_after"].split("#")[0] != s["url_before"].split("#")[0]
-                t0 = time.perf_counter()
-                if moves:
-                    async with page.expect_navigation(): await act(page, s)
-                else: await act(page, s)
-                times.append((s["action"], time.perf_counter() - t0))
+                times.append((s["action"], await redo(page, s)))
             await ctx.close()
             episodes.append(time.perf_counter() - e0)
         await browser.close()
     return times, episodes
+
+
+async def redo(page, s) -> float:
+    "Seconds to redo one trajectory step in Playwright, waiting for the navigation when its URL changes."
+    t0 = time.perf_counter()
+    if s["url_after"].split("#")[0] != s["url_before"].split("#")[0]:
+        async with page.expect_navigation(): await act(page, s)
+    else: await act(page, s)
+    return time.perf_counter() - t0
 
 
 async def act(page, s):

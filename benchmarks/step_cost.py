@@ -29,7 +29,7 @@ from webmix.pool import kept, read_results
 from webmix.tasks import all_tasks
 
 sys.path.insert(0, str(Path(__file__).parent))
-from datagen_throughput import NO_PLAYWRIGHT, act, harness_steps   # noqa: E402
+from datagen_throughput import NO_PLAYWRIGHT, harness_steps, redo   # noqa: E402
 
 MACROS = ["filter_by_dropdown", "sort_by_form", "open_detail", "paginate", "search_by_text", "enter_text", "open_menu_item"]
 STYLES = ["display", "visibility", "opacity"]
@@ -60,15 +60,10 @@ async def playwright_steps(run, base):
             await observe(page, cdp)                     # the first observation, before the first action
             for s in traj["steps"]:
                 if s["action"] in NO_PLAYWRIGHT: continue
-                moves = s["url_after"].split("#")[0] != s["url_before"].split("#")[0]
+                a = await redo(page, s)
                 t0 = time.perf_counter()
-                if moves:
-                    async with page.expect_navigation(): await act(page, s)
-                else: await act(page, s)
-                t1 = time.perf_counter()
                 await observe(page, cdp)
-                t2 = time.perf_counter()
-                rows.append((s["action"], t1 - t0, t2 - t0))
+                rows.append((s["action"], a, a + time.perf_counter() - t0))
             await ctx.close()
         await browser.close()
     return rows
