@@ -173,5 +173,8 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(argv)
     config.setup_env()                  # before any browser: browser-use's offline settings, this process's folders
-    rc = args.func(args)
+    try: rc = args.func(args)
+    except KeyboardInterrupt:           # the runners have written every finished unit and stopped their browsers
+        print(f"\nwebmix {args.cmd}: interrupted; finished units are kept, the same command resumes", file=sys.stderr)
+        return 130
     return rc if isinstance(rc, int) else 0
