@@ -177,7 +177,7 @@ def _datagen_cmd(args):
     try:
         s = run_datagen(args.out, args.sites, args.macros, args.per_control, args.seed, args=vars(args),
                         **runs.run_kwargs(args))
-    except (runs.FolderBusy, runs.ManifestMismatch) as e: raise SystemExit(f"webmix datagen: {e}")
+    except runs.RunRefused as e: raise SystemExit(f"webmix datagen: {e}")
     return 0 if s.get("_all", {}).get("total", 0) == 0 or s["_all"]["kept"] > 0 else 1
 
 def _pool_cmd(args):

@@ -24,7 +24,7 @@ from .chains import chain_key, chain_specs, values
 from .formats import problems
 from .miniweb import load_sites
 from .pool import pool_items
-from .runs import FolderBusy, ManifestMismatch, add_run_options, run_kwargs, run_units, use_sites_dir
+from .runs import RunRefused, add_run_options, run_kwargs, run_units, use_sites_dir
 
 # %% ../nbs/09_plan_data.ipynb #32e9eb88
 VERSION = PA.DEFAULT_VERSION                 # the planner version of the reference system's runs (v6)
@@ -361,7 +361,7 @@ def cli_plan_data(args):
         s = run_plan_data(out=args.out, chains=args.chains, pool=args.pool, sizes=args.sizes, seed=args.seed,
                           budget=args.budget, planner_turns=args.planner_turns, memory_model=args.memory_model,
                           memory_url=args.memory_url, runs=args.runs, args=vars(args), **run_kwargs(args))
-    except (ValueError, FolderBusy, ManifestMismatch) as e: raise SystemExit(f"webmix plan-data: {e}")
+    except (ValueError, RunRefused) as e: raise SystemExit(f"webmix plan-data: {e}")
     print(f"rows: {s['out']}/<chain id>/rows.jsonl ({s['ok']} kept chains this session; failed ones in {s['out']}/_failed/)\n"
           f"open them in a notebook: from webmix.plan_data import validate_chain; "
           f"[json.loads(l) for l in open('{s['out']}/<chain id>/rows.jsonl')]")

@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['RESULTS', 'SECRET_WORDS', 'HOST', 'BACKENDS', 'read_results', 'done_keys', 'latest', 'parse_shard', 'in_shard',
-           'shard_arg', 'FolderBusy', 'folder_lock', 'git_state', 'site_hashes', 'public', 'now', 'new_manifest',
-           'ManifestMismatch', 'differences', 'open_manifest', 'close_manifest', 'Worker', 'WorkerServer', 'failure',
-           'guarded', 'Run', 'plan_units', 'run_sync', 'RayWorker', 'ray_init', 'run_units', 'fetch_title',
-           'add_run_options', 'run_kwargs', 'use_sites_dir']
+           'shard_arg', 'RunRefused', 'FolderBusy', 'folder_lock', 'git_state', 'site_hashes', 'public', 'now',
+           'new_manifest', 'ManifestMismatch', 'differences', 'open_manifest', 'close_manifest', 'Worker',
+           'WorkerServer', 'failure', 'guarded', 'Run', 'plan_units', 'run_sync', 'RayWorker', 'RayUnreachable',
+           'ray_init', 'run_units', 'fetch_title', 'add_run_options', 'run_kwargs', 'use_sites_dir']
 
 # %% ../nbs/04b_runs.ipynb #5e27602e
 import asyncio, fcntl, hashlib, json, os, platform, shutil, socket, subprocess, sys, time, traceback, uuid
@@ -81,7 +81,10 @@ def shard_arg(s):
     except ValueError as e: raise ArgumentTypeError(str(e)) from None
 
 # %% ../nbs/04b_runs.ipynb #3f30b2e8
-class FolderBusy(RuntimeError):
+class RunRefused(RuntimeError):
+    "A run that cannot start as asked; the message says why in one line (the CLI prints it and exits)."
+
+class FolderBusy(RunRefused):
     "Another process is already running these units into this folder."
 
 def _flock(path: Path, exclusive: bool):
@@ -159,7 +162,7 @@ def new_manifest(runner: str, settings: dict, args: dict, models=()) -> dict:
             "created": now(), "sessions": []}
 
 # %% ../nbs/04b_runs.ipynb #172cf434
-class ManifestMismatch(RuntimeError):
+class ManifestMismatch(RunRefused):
     "Resuming into this folder would mix results made under other settings."
 
 def differences(old: dict, new: dict) -> list:
@@ -400,13 +403,25 @@ class RayWorker:
         self.server.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
+class RayUnreachable(RunRefused):
+    "No Ray cluster answers at the address given."
+
+def _reachable(address: str) -> None:
+    "A HOST:PORT that does not answer stops here within seconds, instead of in Ray's own minutes of retries."
+    host, _, port = address.rpartition(":")
+    if "://" in address or not host or not port.isdigit(): return        # 'auto', ray:// client addresses
+    try: socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as e: raise RayUnreachable(f"no Ray cluster answers at {address}: {e}") from None
+
 def ray_init(address=None, workers=config.DEFAULT_WORKERS):
     "Connect to Ray: the cluster at `address` (or RAY_ADDRESS), else a local one sized for `workers`."
     import ray
     if ray.is_initialized(): return ray
     env = {k: v for k, v in os.environ.items() if k.startswith("WEBMIX_")}
     kw = dict(runtime_env={"env_vars": env} if env else None, log_to_driver=True)
-    if address := address or config.ray_address(): ray.init(address=address, **kw)
+    if address := address or config.ray_address():
+        _reachable(address)
+        ray.init(address=address, **kw)
     else: ray.init(num_cpus=max(workers, 1), include_dashboard=False, object_store_memory=200 * 2**20, **kw)
     return ray
 
