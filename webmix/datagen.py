@@ -181,7 +181,11 @@ def _datagen_cmd(args):
     return 0 if s.get("_all", {}).get("total", 0) == 0 or s["_all"]["kept"] > 0 else 1
 
 def _pool_cmd(args):
+    missing = [r for r in args.runs if not Path(r).is_dir()]
+    if missing: raise SystemExit(f"webmix pool: no such run folder: {', '.join(missing)}")
     ids = write_pool(args.runs, args.out, args.split)
+    if not ids: raise SystemExit(f"webmix pool: no kept trajectory on the {args.split} sites in {', '.join(args.runs)}; "
+                                 f"{args.out} lists none")
     print(f"{len(ids)} kept trajectories ({args.split}) -> {args.out}")
 
 def add_datagen_cli(sub):
