@@ -8,7 +8,7 @@ __all__ = ['GRACE_S', 'trajectory_of', 'task_fields', 'upload_files', 'run_task'
            'run_datagen', 'add_datagen_cli']
 
 # %% ../nbs/05c_datagen.ipynb #339ba530
-import asyncio, json, shutil, traceback
+import asyncio, json, shutil
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -103,12 +103,7 @@ async def run_task(task, worker) -> dict:
     res = {**task_fields(task), "ok": False, "cause": None, "detail": None, "steps": 0, "base": worker.base}
     tmp = worker.stage(tid)
     _write_json(tmp / "task.json", task)
-    try: await _attempt(task, worker, tmp, res, timeout, net_log)
-    except asyncio.CancelledError:
-        if (ct := asyncio.current_task()) is not None and ct.cancelling(): raise          # the run itself is stopping
-        res["cause"] = "cancelled"
-    except Exception as e:                                   # noqa: BLE001 (one attempt's failure is a result)
-        res.update(cause=f"{type(e).__name__}: {short(str(e), 250)}", trace=traceback.format_exc()[-1500:])
+    res.update(await runs.settle(_attempt(task, worker, tmp, res, timeout, net_log)))   # a crash is filed too
     shutil.rmtree(tmp / "_files", ignore_errors=True)
     if not res["ok"]:
         res["cause"] = res["cause"] or "unknown"

@@ -24,7 +24,7 @@ from .chains import chain_key, chain_specs, values
 from .formats import problems
 from .miniweb import load_sites
 from .pool import pool_items
-from .runs import RunRefused, add_run_options, run_kwargs, run_units, use_sites_dir
+from .runs import RunRefused, add_run_options, run_kwargs, run_units, settle, use_sites_dir
 
 # %% ../nbs/09_plan_data.ipynb #32e9eb88
 VERSION = PA.DEFAULT_VERSION                 # the planner version of the reference system's runs (v6)
@@ -298,12 +298,7 @@ async def run_chain(chain, worker) -> dict:
     res, timing = {**chain_fields(chain), "task_id": cid, "ok": False, "cause": None}, Counter()
     tmp = worker.stage(cid)
     with R.memory_faults() as faults:
-        try: await _chain(chain, worker, tmp, res, timing)
-        except asyncio.CancelledError:
-            if (ct := asyncio.current_task()) is not None and ct.cancelling(): raise          # the run itself is stopping
-            res["cause"] = "cancelled"
-        except Exception as e:                                    # noqa: BLE001  (one chain's failure is a result)
-            res["cause"] = f"{type(e).__name__}: {short(str(e), 250)}"
+        if cause := (await settle(_chain(chain, worker, tmp, res, timing))).get("cause"): res["cause"] = cause
     if faults:                     # the rows would carry template text where a model's was asked for
         res.update(ok=False, cause=_why_failed([], [], "", faults) + (f" | {res['cause']}" if res["cause"] else ""))
     shutil.rmtree(tmp / "_files", ignore_errors=True)           # uploads made again for this chain

@@ -6,8 +6,8 @@
 __all__ = ['RESULTS', 'SECRET_WORDS', 'HOST', 'BACKENDS', 'read_results', 'done_keys', 'latest', 'parse_shard', 'in_shard',
            'shard_arg', 'RunRefused', 'FolderBusy', 'folder_lock', 'git_state', 'site_hashes', 'public', 'now',
            'new_manifest', 'ManifestMismatch', 'differences', 'open_manifest', 'close_manifest', 'Worker',
-           'WorkerServer', 'failure', 'guarded', 'Run', 'plan_units', 'run_sync', 'RayWorker', 'RayUnreachable',
-           'ray_init', 'run_units', 'fetch_title', 'add_run_options', 'run_kwargs', 'use_sites_dir']
+           'WorkerServer', 'settle', 'unit_line', 'guarded', 'Run', 'plan_units', 'run_sync', 'RayWorker',
+           'RayUnreachable', 'ray_init', 'run_units', 'fetch_title', 'add_run_options', 'run_kwargs', 'use_sites_dir']
 
 # %% ../nbs/04b_runs.ipynb #5e27602e
 import asyncio, fcntl, hashlib, json, os, platform, shutil, socket, subprocess, sys, time, traceback, uuid
@@ -270,32 +270,37 @@ class WorkerServer:
 # %% ../nbs/04b_runs.ipynb #6918e81c
 HOST = socket.gethostname()
 
-def failure(cause: str, **fields) -> dict:
-    return {**fields, "ok": False, "cause": cause}
-
 def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {short(str(e), 250)}" if str(e) else type(e).__name__
 
+async def settle(coro) -> dict:
+    "Await `coro` -> {} when it ended, else {cause, trace}; a CancelledError that is the run's own goes on up."
+    try:
+        await coro
+        return {}
+    except asyncio.CancelledError:
+        if (ct := asyncio.current_task()) is not None and ct.cancelling(): raise      # the run itself is stopping
+        return {"cause": "cancelled"}
+    except Exception as e:                      # noqa: BLE001 (one unit's failure is a result, never the run's end)
+        return {"cause": _describe(e), "trace": traceback.format_exc()[-1500:]}
+
+def unit_line(res, key, unit, fields, worker_index, t0, pid=None, host=HOST) -> dict:
+    "A result line: the unit's fields, `res`, and the engine's (key, cause when not ok, duration, worker, where, when)."
+    line = {"task_id": key, **(fields(unit) if fields else {}), **res}
+    line.setdefault("ok", False)
+    line["cause"] = None if line["ok"] else line.get("cause") or "unknown"
+    line.update(task_id=key, duration_s=round(time.time() - t0, 2), worker=worker_index,
+                pid=os.getpid() if pid is None else pid, host=host, t=round(time.time(), 3))
+    return line
+
 async def guarded(run_one, unit, key: str, worker: Worker, timeout=None, fields=None) -> dict:
     "run_one(unit, worker) as one result line, whatever happens (see above)."
-    t0 = time.time()
-    base = {"task_id": key, **(fields(unit) if fields else {})}
-    try:
-        res = await asyncio.wait_for(run_one(unit, worker), timeout) if timeout else await run_one(unit, worker)
-        res = {**base, **(res or {})}
-        res.setdefault("ok", False)
-        if not res["ok"] and not res.get("cause"): res["cause"] = "unknown"
-    except asyncio.TimeoutError:
-        res = failure(f"timeout after {timeout:g}s", **base)
-    except asyncio.CancelledError:
-        if (ct := asyncio.current_task()) is not None and ct.cancelling(): raise
-        res = failure("cancelled", **base)
-    except Exception as e:                      # noqa: BLE001 (one unit's failure is a result, never the run's end)
-        res = failure(_describe(e), **base, trace=traceback.format_exc()[-1500:])
-    if res.get("ok"): res["cause"] = None
-    res.update(task_id=key, duration_s=round(time.time() - t0, 2), worker=worker.index, pid=os.getpid(), host=HOST,
-               t=round(time.time(), 3))
-    return res
+    t0, got = time.time(), {}
+    async def one():
+        try: got.update(await asyncio.wait_for(run_one(unit, worker), timeout) or {})
+        except asyncio.TimeoutError: got.update(ok=False, cause=f"timeout after {timeout:g}s")
+    res = await settle(one())                  # before reading `got`: the unit fills it as it ends
+    return unit_line({**got, **res}, key, unit, fields, worker.index, t0)
 
 # %% ../nbs/04b_runs.ipynb #bf367ad0
 @dataclass
@@ -376,8 +381,7 @@ async def _local(todo, run_one, key, fields, ctx, record):
             except asyncio.QueueEmpty: return
             try: base = await asyncio.to_thread(srv.ensure)
             except Exception as e:          # noqa: BLE001  a server that will not start fails this unit, not the run
-                record(failure(f"MiniWeb server: {_describe(e)}", task_id=key(u), **(fields(u) if fields else {}),
-                               worker=i, pid=os.getpid(), host=HOST, duration_s=0.0, t=round(time.time(), 3)))
+                record(unit_line({"cause": f"MiniWeb server: {_describe(e)}"}, key(u), u, fields, i, time.time()))
                 continue
             w = Worker(i, base, ctx["out"], ctx["tmp"], ctx["headless"], ctx["options"])
             record(await guarded(run_one, u, key(u), w, ctx["timeout"], fields))
@@ -443,9 +447,8 @@ def _ray(todo, run_one, key, fields, ctx, record):
             i, u = pending.pop(ready[0])
             try: res = ray.get(ready[0])
             except (RayActorError, RayTaskError) as e:
-                res = failure(f"Ray worker: {short(str(getattr(e, 'cause', None) or e), 250)}", task_id=key(u),
-                              **(fields(u) if fields else {}), worker=i, pid=0, host="", duration_s=0.0,
-                              t=round(time.time(), 3))
+                res = unit_line({"cause": f"Ray worker: {short(str(getattr(e, 'cause', None) or e), 250)}"},
+                                key(u), u, fields, i, time.time(), pid=0, host="")
                 if isinstance(e, RayActorError): actors[i] = new(i)
             record(res)
             submit(i)
