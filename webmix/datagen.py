@@ -65,17 +65,18 @@ def upload_files(task, folder) -> list:
 async def _attempt(task, worker, tmp, res, timeout, net_log):
     "The browser part of an attempt: its files go to `tmp`, its outcome into `res`."
     files = upload_files(task, tmp)
-    async with H.browser(worker.base, task, headless=worker.headless, run_dir=worker.tmp / "_browsers",
-                         net_log=net_log) as bs:
+    async with worker.browser(task, open_start=False, net_log=net_log) as bs:
         driver = Driver(bs, worker.base, task, files)
         agent = H.Agent(task=H.instruction(task["instruction"], worker.base + task["start"]["url"]),
                         llm=H.ScriptedChat(driver.respond, bs=bs), browser_session=bs, tools=H.make_tools(),
                         available_file_paths=files, max_failures=2, **H.AGENT_KWARGS)
         driver.agent = agent
+        if not agent.initial_actions: await H.goto(bs, H.start_url(worker.base, task))   # else its first action opens it
         try:
             try: history = await asyncio.wait_for(agent.run(max_steps=MAX_STEPS), timeout)
             except asyncio.TimeoutError:
                 res["cause"] = f"timeout after {timeout:g}s at step {len(driver.steps)}"
+                H.do_not_keep(bs)                       # the agent was stopped mid-step: start the next unit anew
                 return
             final_url = await H.evaluate(bs, "location.href")
             driver.seen.append(await H.seen(bs))

@@ -5,16 +5,17 @@ backend reads, the extra actions (macro_done, drag, draw, clipboard), scripted a
 
 # %% auto #0
 __all__ = ['BROWSER_USE_IMPORT_ENV', 'DEAD', 'VIEWPORT', 'SESSION_COOKIE', 'QUIET_ARGS', 'LOOPBACK_ARGS', 'NORMALIZED',
-           'ROUTER_NOTES', 'QUIET_PREFS', 'NOT_A_HOST', 'VISIBLE_TEXT', 'AGENT_KWARGS', 'chromium_args',
-           'HarnessSession', 'make_session', 'browser_processes', 'close_session', 'is_loopback', 'loopback_only',
-           'net_log_hosts', 'goto', 'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state', 'session_flags',
-           'start_url', 'new_miniweb_session', 'prepare', 'enable_clipboard', 'has_screenshot', 'screenshot_png',
-           'with_screenshot', 'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized',
-           'element_index', 'stroke', 'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools', 'browser',
-           'ScriptedChat', 'make_llm', 'instruction']
+           'ROUTER_NOTES', 'QUIET_PREFS', 'NOT_A_HOST', 'VISIBLE_TEXT', 'CLICK_QUIET_S', 'CLICK_WAIT_S',
+           'DOWNLOAD_GRACE_S', 'KEEP_UNITS', 'AGENT_KWARGS', 'chromium_args', 'HarnessSession', 'make_session',
+           'browser_processes', 'close_session', 'is_loopback', 'loopback_only', 'net_log_hosts', 'goto', 'evaluate',
+           'seen', 'session_id', 'admin_get', 'backend_state', 'session_flags', 'start_url', 'new_miniweb_session',
+           'prepare', 'enable_clipboard', 'has_screenshot', 'screenshot_png', 'with_screenshot',
+           'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized', 'element_index', 'stroke',
+           'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools', 'browser', 'NetworkWatch', 'settle_clicks',
+           'fresh_state', 'do_not_keep', 'clear_clipboard', 'KeptBrowser', 'ScriptedChat', 'make_llm', 'instruction']
 
 # %% ../nbs/04_harness.ipynb #baaaf972
-import asyncio, base64, inspect, ipaddress, json, os, shutil, sys, tempfile, threading
+import asyncio, base64, inspect, ipaddress, json, os, shutil, sys, tempfile, threading, time
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -78,8 +79,14 @@ ROUTER_NOTES: dict = {}    # id(session) -> a note for the agent's next step (se
 _LIVE: set = set()         # folders of the sessions not killed yet, for the exit hook
 
 class HarnessSession(BrowserSession):
-    "A BrowserSession that removes its own folder (profile, downloads) when killed."
+    "A BrowserSession that removes its own folder (profile, downloads) when killed, and whose clicks settle (see below)."
     _webmix_dir: Path | None = PrivateAttr(default=None)
+    _webmix_settled_clicks: bool = PrivateAttr(default=True)
+    _webmix_spoiled: bool = PrivateAttr(default=False)     # see do_not_keep
+
+    async def start(self) -> None:
+        await super().start()
+        if self._webmix_settled_clicks: settle_clicks(self)
 
     async def kill(self) -> None:
         try: await super().kill()
@@ -105,7 +112,7 @@ def _write_prefs(user_data_dir: Path):
     prefs.parent.mkdir(parents=True, exist_ok=True)
     prefs.write_text(json.dumps(QUIET_PREFS))
 
-def make_session(headless=True, online=False, run_dir=None, net_log=None, **overrides) -> HarnessSession:
+def make_session(headless=True, online=False, run_dir=None, net_log=None, settled_clicks=True, **overrides) -> HarnessSession:
     "A browser-use session on offline Chromium (loopback only unless `online`); `overrides` go to BrowserSession."
     process_dir = setup_env()                           # the moment the offline environment must hold
     at_exit(_kill_leftovers)
@@ -123,7 +130,7 @@ def make_session(headless=True, online=False, run_dir=None, net_log=None, **over
         wait_for_network_idle_page_load_time=0.2, wait_between_actions=0.05,
         args=chromium_args(online, net_log and Path(net_log).resolve()))
     bs = HarnessSession(**{**profile, **overrides})
-    bs._webmix_dir = folder
+    bs._webmix_dir, bs._webmix_settled_clicks = folder, settled_clicks
     _LIVE.add(str(folder))
     return bs
 
@@ -496,19 +503,180 @@ def make_tools() -> Tools:
 
 # %% ../nbs/04_harness.ipynb #5e1b7a21
 @asynccontextmanager
-async def browser(base=None, task=None, headless=True, normalized=True, **session_kwargs):
+async def browser(base=None, task=None, headless=True, normalized=True, keep=None, open_start=True, **session_kwargs):
     "A started offline browser for the block (clipboard on, coordinate convention set, `task` prepared on `base`); always closed."
     if task is not None and base is None: raise ValueError("a task needs `base`, the URL of its MiniWeb server")
+    if keep is not None and not session_kwargs.get("net_log"):      # a net log is one process's: a browser of its own
+        async with keep.use(base, task, normalized, open_start) as bs: yield bs
+        return
     bs = make_session(headless=headless, **session_kwargs)
     try:
         await bs.start()
         await enable_clipboard(bs)
         use_normalized_coordinates(bs, normalized)
-        if task is not None: await prepare(bs, base, task)
-        elif base is not None: await new_miniweb_session(bs, base)
+        if task is not None and open_start: await prepare(bs, base, task)
+        elif base is not None: await new_miniweb_session(bs, base, session_flags(task) if task is not None else None)
         yield bs
     finally:
         await close_session(bs)
+
+# %% ../nbs/04_harness.ipynb #670ea62e
+CLICK_QUIET_S = 0.05      # no request of the click's in flight and none started or ended this long: the page is done
+CLICK_WAIT_S = 0.5        # browser-use's own wait for a download after a click: the longest a settled click waits
+DOWNLOAD_GRACE_S = 0.01   # what browser-use's method then waits itself: the download, if any, has started by now
+
+class NetworkWatch:
+    "Requests in flight in one browser (all tabs), from CDP Network events on its root connection."
+    def __init__(self): self.client, self.busy, self.last = None, {}, 0.0
+
+    def attach(self, client) -> None:
+        "Listen on `client` (again after browser-use reconnected; the events have no other listener in browser-use)."
+        if client is None or client is self.client: return
+        client.register.Network.requestWillBeSent(self._started)
+        client.register.Network.loadingFinished(self._ended)
+        client.register.Network.loadingFailed(self._ended)
+        self.client = client
+
+    def _started(self, event, session_id=None):
+        now = self.last = time.monotonic()
+        if len(self.busy) > 500: self.busy = {k: t for k, t in self.busy.items() if now - t < 60}   # closed tabs' leftovers
+        self.busy.setdefault(event.get("requestId"), now)
+
+    def _ended(self, event, session_id=None):
+        self.busy.pop(event.get("requestId"), None)
+        self.last = time.monotonic()
+
+    async def quiet(self, since: float, until: float, quiet: float = CLICK_QUIET_S, done=None) -> None:
+        "Return when no request started after `since` is in flight and the network was idle `quiet` s, `done` is set, or at `until`."
+        while (now := time.monotonic()) < until:
+            if done is not None and done.is_set(): return
+            if not any(t >= since for t in self.busy.values()) and now - max(self.last, since) >= quiet: return
+            await asyncio.sleep(0.01)
+
+def settle_clicks(bs) -> None:
+    "Make the session's clicks wait for what they set off instead of browser-use's fixed 0.5 s (see above)."
+    wd, downloads = bs._default_action_watchdog, bs._downloads_watchdog
+    if wd is None or "_execute_click_with_download_detection" in vars(wd): return       # not started, or done already
+    net, original = NetworkWatch(), wd._execute_click_with_download_detection
+    net.attach(bs._cdp_client_root)
+
+    async def settled(click_coro, download_start_timeout: float = CLICK_WAIT_S, **kw):
+        net.attach(bs._cdp_client_root)
+        since, started = time.monotonic(), asyncio.Event()
+        def on_start(info):
+            if not info.get("auto_download"): started.set()
+        async def click_then_quiet():
+            meta = await click_coro
+            if not (isinstance(meta, dict) and "validation_error" in meta):
+                await net.quiet(since, time.monotonic() + download_start_timeout, done=started)
+            return meta
+        if downloads: downloads.register_download_callbacks(on_start=on_start)
+        try: return await original(click_then_quiet(), download_start_timeout=DOWNLOAD_GRACE_S, **kw)
+        finally:
+            if downloads: downloads.unregister_download_callbacks(on_start=on_start)
+    object.__setattr__(wd, "_execute_click_with_download_detection", settled)     # this watchdog object only
+
+# %% ../nbs/04_harness.ipynb #372af8ef
+KEEP_UNITS = 50           # units one kept browser serves before it is replaced by a new one
+
+async def _origins_visited(bs) -> set:
+    "http(s) origins in the navigation history of every tab of the session."
+    found = set()
+    for t in bs.session_manager.get_all_page_targets():
+        try:
+            cdp = await bs.get_or_create_cdp_session(t.target_id, focus=False)
+            history = await cdp.cdp_client.send.Page.getNavigationHistory(session_id=cdp.session_id)
+        except Exception: continue                       # a tab closing meanwhile
+        for e in history.get("entries", []):
+            u = urlsplit(e.get("url", ""))
+            if u.scheme in ("http", "https") and u.netloc: found.add(f"{u.scheme}://{u.netloc}")
+    return found
+
+async def _only_new_tab(bs) -> None:
+    "Open a blank tab, give it the agent's focus, close every other tab."
+    from browser_use.browser.events import CloseTabEvent, SwitchTabEvent
+    old = [t.target_id for t in bs.session_manager.get_all_page_targets()]
+    new = (await bs._cdp_client_root.send.Target.createTarget(params={"url": "about:blank"}))["targetId"]
+    for _ in range(200):                                 # browser-use learns of the tab from an attach event
+        if bs.session_manager.get_target(new) is not None: break
+        await asyncio.sleep(0.005)
+    await bs.event_bus.dispatch(SwitchTabEvent(target_id=new))
+    for t in old: await bs.event_bus.dispatch(CloseTabEvent(target_id=t))
+
+def _forget_downloads(bs) -> None:
+    "Empty the downloads folder and browser-use's record of what was downloaded."
+    folder = bs.browser_profile.downloads_path
+    if folder and Path(folder).is_dir():
+        for f in Path(folder).iterdir():
+            shutil.rmtree(f, ignore_errors=True) if f.is_dir() else f.unlink(missing_ok=True)
+    bs._downloaded_files.clear()
+    for name in ("_session_pdf_urls", "_detected_downloads", "_cdp_downloads_info", "_active_downloads"):
+        if isinstance(got := getattr(bs._downloads_watchdog, name, None), (dict, set)): got.clear()
+
+async def fresh_state(bs) -> None:
+    "Bring a used session back to the state of a new one (see above); the clipboard is emptied by `clear_clipboard`."
+    origins = await _origins_visited(bs)
+    await _only_new_tab(bs)
+    cdp = await bs.get_or_create_cdp_session()
+    send, sid = cdp.cdp_client.send, cdp.session_id
+    await send.Network.clearBrowserCookies(session_id=sid)
+    await send.Network.clearBrowserCache(session_id=sid)
+    for o in sorted(origins): await send.Storage.clearDataForOrigin(params={"origin": o, "storageTypes": "all"}, session_id=sid)
+    await bs._cdp_client_root.send.Browser.resetPermissions(params={})
+    await enable_clipboard(bs)
+    _forget_downloads(bs)
+    ROUTER_NOTES.pop(id(bs), None)
+
+def do_not_keep(bs) -> None:
+    "Have the KeptBrowser that lent `bs` kill it after the block (an agent stopped mid-step may have left anything)."
+    bs._webmix_spoiled = True
+
+async def clear_clipboard(bs) -> None:
+    "Empty the browser's clipboard (from a page of an http(s) origin)."
+    await evaluate(bs, "navigator.clipboard.writeText('')")
+
+class KeptBrowser:
+    "One browser kept across a worker's units, each getting it as a new one would be (see above)."
+    def __init__(self, headless=True, max_units=KEEP_UNITS, **session_kwargs):
+        self.headless, self.max_units, self.session_kwargs = headless, max_units, session_kwargs
+        self.bs, self.units, self.started = None, 0, 0
+
+    async def _ready(self):
+        "The kept session in a fresh state (a new one when there is none, it served max_units, or it will not reset)."
+        if self.bs is not None and self.units >= self.max_units: await self.close()
+        if self.bs is not None:
+            try: await fresh_state(self.bs)
+            except Exception: await self.close()          # a browser that will not reset is replaced, not trusted
+        if self.bs is None:
+            self.bs = make_session(headless=self.headless, **self.session_kwargs)
+            self.started += 1
+            try:
+                await self.bs.start()
+                await enable_clipboard(self.bs)
+            except BaseException:
+                await self.close(); raise
+        self.units += 1
+        return self.bs
+
+    @asynccontextmanager
+    async def use(self, base=None, task=None, normalized=True, open_start=True):
+        "The kept browser for one block, prepared as `browser()` prepares a new one; killed if the block fails."
+        bs, clean = await self._ready(), False
+        try:
+            use_normalized_coordinates(bs, normalized)
+            if base is not None:
+                await new_miniweb_session(bs, base, session_flags(task) if task is not None else None)
+                await clear_clipboard(bs)
+                if task is not None and open_start: await goto(bs, start_url(base, task))
+            yield bs
+            clean = not getattr(bs, "_webmix_spoiled", False)
+        finally:
+            if not clean: await self.close()
+
+    async def close(self) -> None:
+        "Kill the kept browser (the next use starts a new one)."
+        bs, self.bs, self.units = self.bs, None, 0
+        if bs is not None: await close_session(bs)
 
 # %% ../nbs/04_harness.ipynb #6df266d3
 class ScriptedChat:

@@ -255,7 +255,7 @@ async def _chain(chain, worker, tmp, res, timing):
     turns = [{"kind": "delegate", "family": s["family"], "instruction": s["instruction"], "macro": s["macro"],
               **({"home": True} if s.get("home") else {})} for s in steps] + [{"kind": "done", "answer": answer}]
     first, t = parts[0]["task"], time.perf_counter()
-    async with H.browser(base, first, headless=worker.headless, run_dir=worker.tmp / "_browsers") as bs:
+    async with worker.browser(first) as bs:
         timing["browser"] += time.perf_counter() - t
         team = ScriptedTeam(bs, base, steps, tmp, instruction, budget)
         script = PlannerScript(turns, tmp)
@@ -265,6 +265,7 @@ async def _chain(chain, worker, tmp, res, timing):
             try: await asyncio.wait_for(planner.run(max_steps=turns_cap), timeout=limit)
             except asyncio.TimeoutError:
                 res["cause"] = f"timeout after {limit:g}s at planner turn {script.t + 1} of {len(turns)}"
+                H.do_not_keep(bs)                       # the agents were stopped mid-step: start the next chain anew
                 return
             run_s, t = time.perf_counter() - t, time.perf_counter()
             entries, changes, clip = await H.backend_state(bs, base)

@@ -222,6 +222,13 @@ class Worker:
     tmp: Path
     headless: bool = True
     options: dict = field(default_factory=dict)
+    kept: object = None           # the worker's harness.KeptBrowser, when browsers are kept across units
+
+    def browser(self, task=None, open_start=True, **session_kwargs):
+        "`async with worker.browser(task) as bs`: a browser on this worker's server, `task` prepared (harness.browser)."
+        from webmix import harness as H
+        return H.browser(self.base, task, headless=self.headless, keep=self.kept, open_start=open_start,
+                         run_dir=self.tmp / "_browsers", **session_kwargs)
 
     def stage(self, key: str) -> Path:
         "An empty folder of this process's own for the unit `key`."
@@ -368,11 +375,18 @@ def run_sync(coro):
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
 
+def _kept_browser(ctx):
+    "A worker's kept browser (None: a new browser for every unit)."
+    if not ctx.get("keep_browsers", True): return None
+    from webmix import harness as H
+    return H.KeptBrowser(headless=ctx["headless"], run_dir=ctx["tmp"] / "_browsers")
+
 async def _local(todo, run_one, key, fields, ctx, record):
     "asyncio workers in this process, each with its own MiniWeb server."
     queue = asyncio.Queue()
     for u in todo: queue.put_nowait(u)
     servers = [WorkerServer(p, cpu=i) for i, p in enumerate(ctx["ports"])]
+    kept = [_kept_browser(ctx) for _ in servers]
 
     async def work(i):
         srv = servers[i]
@@ -383,27 +397,31 @@ async def _local(todo, run_one, key, fields, ctx, record):
             except Exception as e:          # noqa: BLE001  a server that will not start fails this unit, not the run
                 record(unit_line({"cause": f"MiniWeb server: {_describe(e)}"}, key(u), u, fields, i, time.time()))
                 continue
-            w = Worker(i, base, ctx["out"], ctx["tmp"], ctx["headless"], ctx["options"])
+            w = Worker(i, base, ctx["out"], ctx["tmp"], ctx["headless"], ctx["options"], kept[i])
             record(await guarded(run_one, u, key(u), w, ctx["timeout"], fields))
     try: await asyncio.gather(*(work(i) for i in range(len(servers))))
     finally:
+        for k in kept:
+            if k is not None: await k.close()
         for s in servers: s.stop()
 
 # %% ../nbs/04b_runs.ipynb #344b049b
 class RayWorker:
     "The body of a Ray actor: a worker with its own MiniWeb server and event loop."
-    def __init__(self, index, out, tmp, headless, options, cpu=0):
+    def __init__(self, index, out, tmp, headless, options, cpu=0, keep_browsers=True):
         config.setup_env()
         self.index, self.out, self.tmp, self.headless, self.options = index, Path(out), Path(tmp), headless, options
         self.tmp.mkdir(parents=True, exist_ok=True)
         self.server, self.loop = WorkerServer(None, cpu), asyncio.new_event_loop()
+        self.kept = _kept_browser(dict(headless=headless, tmp=self.tmp, keep_browsers=keep_browsers))
 
     def run(self, run_one, unit, key, timeout, fields=None) -> dict:
         base = self.server.ensure()
-        w = Worker(self.index, base, self.out, self.tmp, self.headless, self.options)
+        w = Worker(self.index, base, self.out, self.tmp, self.headless, self.options, self.kept)
         return self.loop.run_until_complete(guarded(run_one, unit, key, w, timeout, fields))
 
     def stop(self):
+        if self.kept is not None: self.loop.run_until_complete(self.kept.close())
         self.server.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -435,7 +453,7 @@ def _ray(todo, run_one, key, fields, ctx, record):
     from ray.exceptions import RayActorError, RayTaskError
     Actor = ray.remote(num_cpus=1, max_concurrency=1)(RayWorker)
     def new(i): return Actor.remote(i, str(ctx["out"]), str(ctx["tmp"] / f"ray-{i}-{uuid.uuid4().hex[:6]}"),
-                                    ctx["headless"], ctx["options"], i)
+                                    ctx["headless"], ctx["options"], i, ctx["keep_browsers"])
     actors, pending, it = [], {}, iter(todo)
     def submit(i):
         u = next(it, None)
@@ -463,7 +481,8 @@ BACKENDS = ("local", "ray")
 
 def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], fields=None, workers=None,
               ports=None, timeout=None, backend="local", ray_address=None, shard=None, limit=0, headless=True,
-              options=None, settings=None, args=None, models=(), force=False, progress=True, desc=None) -> Run:
+              options=None, settings=None, args=None, models=(), force=False, progress=True, desc=None,
+              keep_browsers=True) -> Run:
     "Run every unit not yet done in `out` on `workers` workers (see above) -> the session's Run."
     config.setup_env()
     if backend not in BACKENDS: raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
@@ -490,7 +509,7 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
             results.append(res)
             bar.update(res)
         ctx = dict(out=out, tmp=tmp, ports=ports, headless=headless, options=options or {}, timeout=timeout,
-                   ray_address=ray_address)
+                   ray_address=ray_address, keep_browsers=keep_browsers)
         try:
             if todo and backend == "local": run_sync(_local(todo, run_one, key, fields, ctx, record))
             elif todo: _ray(todo, run_one, key, fields, ctx, record)
@@ -517,7 +536,7 @@ async def fetch_title(unit, worker) -> dict:
 
 # %% ../nbs/04b_runs.ipynb #3d9ec4dc
 def add_run_options(p, workers=None, ports=None, timeout=None, out_help=None, timeout_help=None):
-    "--out, --workers, --ports, --seed, --limit, --headful, --timeout, --backend, --ray-address, --shard, --force, --sites-dir."
+    "--out --workers --ports --seed --limit --headful --timeout --backend --ray-address --shard --force --sites-dir --new-browser-per-unit."
     # with out_help, --out has a default the runner picks (the help says which); without, it is required
     p.add_argument("--out", required=out_help is None, default=None, help=out_help or "the run folder")
     p.add_argument("--workers", type=int, default=workers or config.DEFAULT_WORKERS, help="units running at once (a browser and a MiniWeb server each)")
@@ -532,13 +551,15 @@ def add_run_options(p, workers=None, ports=None, timeout=None, out_help=None, ti
     p.add_argument("--shard", type=shard_arg, default=None, help="k/n: this process runs the k-th of n shards of the units")
     p.add_argument("--force", action="store_true", help="resume into a folder made with other settings anyway")
     p.add_argument("--sites-dir", default=None, help="a folder of your own site specs, served beside the embedded sites")
+    p.add_argument("--new-browser-per-unit", action="store_true",
+                   help="start a new Chromium for every unit (default: each worker keeps one, reset between units)")
     return p
 
 def run_kwargs(args) -> dict:
     "The run_units keywords of parsed shared options."
     return dict(workers=args.workers, ports=args.ports, limit=args.limit, headless=not args.headful,
                 timeout=args.timeout, backend=args.backend, ray_address=args.ray_address, shard=args.shard,
-                force=args.force)
+                force=args.force, keep_browsers=not args.new_browser_per_unit)
 
 def use_sites_dir(args) -> None:
     "--sites-dir reaches every site reader, and the server processes, through WEBMIX_SITES_DIR."
