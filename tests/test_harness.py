@@ -6,6 +6,9 @@ are checked, and the run is shown to have contacted nothing but loopback (Python
 A second test takes the served-model path: make_llm's ChatOpenAI against a scripted OpenAI-compatible server.
 The rest hold the process rules: importing the harness changes nothing in the environment, `H.browser` leaves no
 Chromium and no folder behind however its block ends, and the exit hook kills the browsers nobody closed.
+The last runs units through the engine on one worker's kept browser: each unit finds it as a new browser would be
+(no cookie, storage, IndexedDB, history, clipboard, tab, permission, download or MiniWeb session of the unit before),
+and a unit that fails does not hand its browser on.
 """
 import asyncio
 import json
@@ -292,3 +295,55 @@ def test_browser_closes_however_the_block_ends(tmp_path):
     assert len(inside) == 2 and all(inside)                         # a browser ran in the two blocks that began
     assert not processes_under(tmp_path), processes_under(tmp_path)
     assert not list(tmp_path.glob("*/browser-*")), list(tmp_path.glob("*/browser-*"))
+
+
+LEAVE_TRACES = """(async () => {
+  localStorage.setItem('k', '1'); sessionStorage.setItem('k', '1'); document.cookie = 'k=1; path=/';
+  await new Promise(ok => { const r = indexedDB.open('traces'); r.onupgradeneeded = () => r.result.createObjectStore('s'); r.onsuccess = ok; });
+  await navigator.clipboard.writeText('left behind');
+  return true;
+})()"""
+LOOK = """(async () => [document.cookie, localStorage.length, sessionStorage.length, history.length,
+  (await indexedDB.databases()).map(d => d.name), await navigator.clipboard.readText(),
+  (await navigator.permissions.query({name: 'geolocation'})).state])()"""
+TRACES_TASK = {"start": {"url": "/sites/bank/transactions"}, "control": {"role": "target", "prep": {}}}
+
+
+async def unit_on_kept_browser(unit, worker):
+    "The engine's unit: 'leave' leaves every trace a unit can, 'look' reports what it sees, 'fail' fails mid-block."
+    async with worker.browser(TRACES_TASK) as bs:
+        chromium = H.browser_processes(bs._webmix_dir)[0].pid
+        sid = await H.session_id(bs, worker.base)
+        if unit["do"] == "leave":
+            await H.evaluate(bs, LEAVE_TRACES)
+            await bs._cdp_client_root.send.Browser.grantPermissions(params={"permissions": ["geolocation", "clipboardReadWrite", "clipboardSanitizedWrite"]})
+            (H.Path(bs.browser_profile.downloads_path) / "left.csv").write_text("a,b\n")   # what a download leaves
+            bs._downloaded_files.append("left.csv")
+            H.ROUTER_NOTES[id(bs)] = "a note for the next step"
+            await bs._cdp_client_root.send.Target.createTarget(params={"url": worker.base + "/sites/bank/"})  # a tab
+            await asyncio.sleep(0.3)                                  # browser-use learns of it
+        if unit["do"] == "fail": raise RuntimeError("the unit failed")
+        log = [e["path"] for e in (await H.admin_get(bs, worker.base, "/_admin/log"))["entries"]]
+        return {"ok": True, "chromium": chromium, "sid": sid, "seen": await H.evaluate(bs, LOOK), "tabs": len(await bs.get_tabs()),
+                "downloads": [*bs.downloaded_files, *map(str, H.Path(bs.browser_profile.downloads_path).iterdir())],
+                "note": id(bs) in H.ROUTER_NOTES, "log": log}
+
+
+def test_kept_browser_isolates_units(tmp_path):
+    "Consecutive units on one worker share a Chromium, not a trace; a failed unit's browser is not handed on."
+    from webmix import runs
+    units = [{"task_id": f"{i}-{do}", "do": do} for i, do in enumerate(["leave", "look", "leave", "fail", "look"])]
+    run = runs.run_units(units, unit_on_kept_browser, tmp_path / "run", runner="test", workers=1, progress=False)
+    r = {x["task_id"]: x for x in run.results}
+    assert all(x["ok"] for k, x in r.items() if "fail" not in k), [(x["task_id"], x["cause"]) for x in run.results]
+    left, looked = r["0-leave"], r["1-look"]
+    assert left["seen"][:3] == ["k=1", 1, 1] and left["seen"][4] == ["traces"] and left["seen"][5] == "left behind"
+    assert left["seen"][6] == "granted" and left["tabs"] == 2 and left["downloads"] and left["note"]
+    new_browser = r["4-look"]["seen"]                               # a new browser (the failed unit's was killed)
+    assert new_browser[:6] == ["", 0, 0, 3, [], ""], new_browser
+    assert looked["chromium"] == left["chromium"], "the worker's browser was not kept"
+    assert looked["seen"] == new_browser and looked["tabs"] == 1 and looked["downloads"] == [] and not looked["note"]
+    assert looked["sid"] != left["sid"] and looked["log"] == ["/sites/bank/transactions"]
+    assert not r["3-fail"]["ok"] and "the unit failed" in r["3-fail"]["cause"]
+    assert r["4-look"]["chromium"] != left["chromium"]
+    assert not H.browser_processes(tmp_path)
