@@ -6,13 +6,14 @@ backend reads, the extra actions (macro_done, drag, draw, clipboard), scripted a
 # %% auto #0
 __all__ = ['BROWSER_USE_IMPORT_ENV', 'DEAD', 'VIEWPORT', 'SESSION_COOKIE', 'QUIET_ARGS', 'LOOPBACK_ARGS', 'NORMALIZED',
            'ROUTER_NOTES', 'QUIET_PREFS', 'NOT_A_HOST', 'VISIBLE_TEXT', 'CLICK_QUIET_S', 'CLICK_WAIT_S',
-           'DOWNLOAD_GRACE_S', 'KEEP_UNITS', 'AGENT_KWARGS', 'chromium_args', 'HarnessSession', 'make_session',
-           'browser_processes', 'close_session', 'is_loopback', 'loopback_only', 'net_log_hosts', 'goto', 'evaluate',
-           'seen', 'session_id', 'admin_get', 'backend_state', 'session_flags', 'start_url', 'new_miniweb_session',
-           'prepare', 'enable_clipboard', 'has_screenshot', 'screenshot_png', 'with_screenshot',
-           'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized', 'element_index', 'stroke',
-           'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools', 'browser', 'NetworkWatch', 'settle_clicks',
-           'fresh_state', 'do_not_keep', 'clear_clipboard', 'KeptBrowser', 'ScriptedChat', 'make_llm', 'instruction']
+           'DOWNLOAD_GRACE_S', 'CLICK_PAUSES', 'PACED_VERSION', 'KEEP_UNITS', 'AGENT_KWARGS', 'chromium_args',
+           'HarnessSession', 'make_session', 'browser_processes', 'close_session', 'is_loopback', 'loopback_only',
+           'net_log_hosts', 'goto', 'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state', 'session_flags',
+           'start_url', 'new_miniweb_session', 'prepare', 'enable_clipboard', 'has_screenshot', 'screenshot_png',
+           'with_screenshot', 'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized',
+           'element_index', 'stroke', 'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools', 'browser',
+           'NetworkWatch', 'settled', 'settle_clicks', 'pace_clicks', 'fresh_state', 'do_not_keep', 'clear_clipboard',
+           'KeptBrowser', 'ScriptedChat', 'make_llm', 'instruction']
 
 # %% ../nbs/04_harness.ipynb #baaaf972
 import asyncio, base64, inspect, ipaddress, json, os, shutil, sys, tempfile, threading, time
@@ -83,6 +84,7 @@ class HarnessSession(BrowserSession):
     _webmix_dir: Path | None = PrivateAttr(default=None)
     _webmix_settled_clicks: bool = PrivateAttr(default=True)
     _webmix_spoiled: bool = PrivateAttr(default=False)     # see do_not_keep
+    _webmix_net: object = PrivateAttr(default=None)         # its NetworkWatch, once its clicks settle
 
     async def start(self) -> None:
         await super().start()
@@ -470,7 +472,9 @@ def make_tools() -> Tools:
                   "visible page: (0, 0) top left, (1000, 1000) bottom right.", param_model=DragAction)
     async def drag(params: DragAction, browser_session: BrowserSession):
         a, b = await to_pixels(browser_session, [(params.x1, params.y1), (params.x2, params.y2)])
+        since = time.monotonic()
         await stroke(browser_session, [a, b])
+        await settled(browser_session, since)          # what the drop set off (a posted move, a filter's reload)
         msg = f"Dragged from ({_fmt(params.x1)}, {_fmt(params.y1)}) to ({_fmt(params.x2)}, {_fmt(params.y2)})"
         return ActionResult(extracted_content=msg, long_term_memory=msg, metadata={"from_px": a, "to_px": b})
 
@@ -478,7 +482,9 @@ def make_tools() -> Tools:
                   "are 0-1000 of the visible page.", param_model=DrawAction)
     async def draw(params: DrawAction, browser_session: BrowserSession):
         px = await to_pixels(browser_session, [(p.x, p.y) for p in params.points])
+        since = time.monotonic()
         await stroke(browser_session, px, step_px=10.0, max_moves=6)
+        await settled(browser_session, since)
         msg = f"Drew a stroke through {len(px)} points"
         return ActionResult(extracted_content=msg, long_term_memory=msg, metadata={"points_px": px})
 
@@ -553,12 +559,21 @@ class NetworkWatch:
             if not any(t >= since for t in self.busy.values()) and now - max(self.last, since) >= quiet: return
             await asyncio.sleep(0.01)
 
+async def settled(bs, since: float, wait: float = CLICK_WAIT_S) -> None:
+    "After an action begun at `since` (time.monotonic()): wait as a settled click does (no-op on other sessions)."
+    net = getattr(bs, "_webmix_net", None)
+    if net is not None:
+        net.attach(bs._cdp_client_root)
+        await net.quiet(since, time.monotonic() + wait)
+
 def settle_clicks(bs) -> None:
     "Make the session's clicks wait for what they set off instead of browser-use's fixed 0.5 s (see above)."
     wd, downloads = bs._default_action_watchdog, bs._downloads_watchdog
     if wd is None or "_execute_click_with_download_detection" in vars(wd): return       # not started, or done already
     net, original = NetworkWatch(), wd._execute_click_with_download_detection
+    pace_clicks()
     net.attach(bs._cdp_client_root)
+    bs._webmix_net = net                                  # settled() below, and the drag and draw actions
 
     async def settled(click_coro, download_start_timeout: float = CLICK_WAIT_S, **kw):
         net.attach(bs._cdp_client_root)
@@ -575,6 +590,38 @@ def settle_clicks(bs) -> None:
         finally:
             if downloads: downloads.unregister_download_callbacks(on_start=on_start)
     object.__setattr__(wd, "_execute_click_with_download_detection", settled)     # this watchdog object only
+
+# %% ../nbs/04_harness.ipynb #863f2cc9
+CLICK_PAUSES = {  # (file, function, line) of a fixed pause around a click in browser-use PACED_VERSION -> what it waited for
+    ("default_action_watchdog.py", "_click_element_node_impl", 772): "the scroll into view",
+    ("default_action_watchdog.py", "_click_element_node_impl", 916): "the pointer over the element",
+    ("default_action_watchdog.py", "_click_element_node_impl", 934): "the button held down",
+    ("service.py", "_detect_new_tab_opened", 637): "a new tab's attach event"}
+PACED_VERSION = "0.13.14"
+
+def _session_of(frame):
+    "The browser session of a browser-use frame: a watchdog's, or the `browser_session` argument of an action."
+    owner = frame.f_locals.get("self")
+    return frame.f_locals.get("browser_session") or getattr(owner, "browser_session", None)
+
+class _PacedAsyncio:
+    "asyncio as a browser-use module sees it, whose sleep skips the CLICK_PAUSES of sessions with settled clicks."
+    def __getattr__(self, name): return getattr(asyncio, name)
+
+    def sleep(self, delay, *args, **kwargs):
+        frame = sys._getframe(1)
+        where = (os.path.basename(frame.f_code.co_filename), frame.f_code.co_name, frame.f_lineno)
+        if where in CLICK_PAUSES and getattr(_session_of(frame), "_webmix_settled_clicks", False): delay = 0
+        return asyncio.sleep(delay, *args, **kwargs)
+
+def pace_clicks() -> bool:
+    "Drop the CLICK_PAUSES (see above) in this process; False when browser-use is not the version they were read from."
+    from importlib.metadata import version
+    if version("browser-use") != PACED_VERSION: return False
+    import browser_use.browser.watchdogs.default_action_watchdog as actions, browser_use.tools.service as tools
+    for module in (actions, tools):
+        if not isinstance(module.asyncio, _PacedAsyncio): module.asyncio = _PacedAsyncio()
+    return True
 
 # %% ../nbs/04_harness.ipynb #372af8ef
 KEEP_UNITS = 50           # units one kept browser serves before it is replaced by a new one
