@@ -11,9 +11,9 @@ __all__ = ['BROWSER_USE_IMPORT_ENV', 'DEAD', 'VIEWPORT', 'SESSION_COOKIE', 'QUIE
            'net_log_hosts', 'goto', 'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state', 'session_flags',
            'start_url', 'new_miniweb_session', 'prepare', 'enable_clipboard', 'has_screenshot', 'screenshot_png',
            'with_screenshot', 'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized',
-           'element_index', 'stroke', 'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools', 'browser',
-           'NetworkWatch', 'settled', 'settle_clicks', 'pace_clicks', 'fresh_state', 'do_not_keep', 'clear_clipboard',
-           'KeptBrowser', 'ScriptedChat', 'make_llm', 'instruction']
+           'element_index', 'stroke', 'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools', 'NetworkWatch',
+           'settled', 'settle_clicks', 'pace_clicks', 'fresh_state', 'do_not_keep', 'clear_clipboard', 'KeptBrowser',
+           'browser', 'ScriptedChat', 'make_llm', 'instruction']
 
 # %% ../nbs/04_harness.ipynb #baaaf972
 import asyncio, base64, inspect, ipaddress, json, os, shutil, sys, tempfile, threading, time
@@ -507,25 +507,6 @@ def make_tools() -> Tools:
                             long_term_memory=f"Pasted the clipboard into element {params.index}")
     return tools
 
-# %% ../nbs/04_harness.ipynb #5e1b7a21
-@asynccontextmanager
-async def browser(base=None, task=None, headless=True, normalized=True, keep=None, open_start=True, **session_kwargs):
-    "A started offline browser for the block (clipboard on, coordinate convention set, `task` prepared on `base`); always closed."
-    if task is not None and base is None: raise ValueError("a task needs `base`, the URL of its MiniWeb server")
-    if keep is not None and not session_kwargs.get("net_log"):      # a net log is one process's: a browser of its own
-        async with keep.use(base, task, normalized, open_start) as bs: yield bs
-        return
-    bs = make_session(headless=headless, **session_kwargs)
-    try:
-        await bs.start()
-        await enable_clipboard(bs)
-        use_normalized_coordinates(bs, normalized)
-        if task is not None and open_start: await prepare(bs, base, task)
-        elif base is not None: await new_miniweb_session(bs, base, session_flags(task) if task is not None else None)
-        yield bs
-    finally:
-        await close_session(bs)
-
 # %% ../nbs/04_harness.ipynb #670ea62e
 CLICK_QUIET_S = 0.05      # no request of the click's in flight and none started or ended this long: the page is done
 CLICK_WAIT_S = 0.5        # browser-use's own wait for a download after a click: the longest a settled click waits
@@ -724,6 +705,25 @@ class KeptBrowser:
         "Kill the kept browser (the next use starts a new one)."
         bs, self.bs, self.units = self.bs, None, 0
         if bs is not None: await close_session(bs)
+
+# %% ../nbs/04_harness.ipynb #5e1b7a21
+@asynccontextmanager
+async def browser(base=None, task=None, headless=True, normalized=True, keep=None, open_start=True, **session_kwargs):
+    "A started offline browser for the block (clipboard on, coordinate convention set, `task` prepared on `base`); always closed."
+    if task is not None and base is None: raise ValueError("a task needs `base`, the URL of its MiniWeb server")
+    if keep is not None and not session_kwargs.get("net_log"):      # a net log is one process's: a browser of its own
+        async with keep.use(base, task, normalized, open_start) as bs: yield bs
+        return
+    bs = make_session(headless=headless, **session_kwargs)
+    try:
+        await bs.start()
+        await enable_clipboard(bs)
+        use_normalized_coordinates(bs, normalized)
+        if task is not None and open_start: await prepare(bs, base, task)
+        elif base is not None: await new_miniweb_session(bs, base, session_flags(task) if task is not None else None)
+        yield bs
+    finally:
+        await close_session(bs)
 
 # %% ../nbs/04_harness.ipynb #6df266d3
 class ScriptedChat:
