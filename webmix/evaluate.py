@@ -310,7 +310,8 @@ def run_evaluate(tasks, out, repeats=1, progress=True, args=None, **kw) -> dict:
     settings = {k: opts[k] for k in ("arm", "base_name", "adapters", "gate_done", "gate_note", "temperature", "max_steps")}
     runs.run_units(units, run_episode, out, runner="evaluate", key=unit_key, fields=unit_fields, timeout=opts["timeout"] + 60,
                    options=opts, settings=settings, args=args or {"tasks": len(tasks), "repeats": repeats},
-                   models=[opts["base_name"], *opts["adapters"]], progress=progress, desc=f"evaluate {opts['arm']}", **engine)
+                   models=[{"role": "agent", "name": n, "url": opts["vllm"]} for n in [opts["base_name"], *opts["adapters"]]],
+                   progress=progress, desc=f"evaluate {opts['arm']}", **engine)
     df = load_results(out)
     if progress and len(df): print(success_table(df).to_string(), flush=True)
     return tally(df)
