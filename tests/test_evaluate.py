@@ -64,3 +64,28 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path):
     p = subprocess.run(["webmix", "evaluate", "--arm", "nope", "--human", "--out", "x"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "invalid choice: 'nope'" in p.stderr
+
+
+def test_gating_rescues_premature_dones_and_rows_are_the_sent_requests(tmp_path):
+    "On the scripted policy (a simulator) with premature dones: --gate-done passes more; a passing episode's rows are its requests."
+    from webmix.policy import serve_policy
+    tasks = E.human_tasks("test")[:4]
+    ok = {}
+    for gate in (False, True):
+        with serve_policy(port=0, faults={"premature": 0.5}, seed=1) as srv:
+            out = tmp_path / f"gate-{gate}"
+            E.run_evaluate(tasks, out, arm="oracle", vllm=srv.base_url, adapters=["drag", "io", "select", "rest"],
+                           gate_done=gate, record_rows=True, workers=2, progress=False)
+            sent = list(srv.requests)
+        df = E.load_results(out)
+        ok[gate] = int(df["ok"].sum())
+    assert ok[True] > ok[False], ok
+    passed = df[df["ok"]]
+    assert len(passed) and all((out / k / "rows.jsonl").exists() for k in passed["task_id"])
+    assert not any((out / k / "rows.jsonl").exists() for k in df[~df["ok"]]["task_id"])
+    sent_texts = [list(texts(q)) for q in sent]
+    for k in passed["task_id"]:
+        for row in map(json.loads, (out / k / "rows.jsonl").read_text().splitlines()):
+            assert list(texts(row)) in sent_texts                  # the exact request, images saved beside as files
+            assert all((out / k / p["image_url"]["url"]).exists() for m in row["messages"]
+                       for p in (m["content"] if isinstance(m["content"], list) else []) if p.get("type") == "image_url")

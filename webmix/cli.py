@@ -16,6 +16,7 @@ from .miniweb import Servers, load_sites, site_summary, sitemap, serve
 from .datagen import add_datagen_cli
 from .plan_data import add_plan_data_cli
 from .evaluate import add_evaluate_cli
+from .policy import add_policy_cli
 from .runs import use_sites_dir
 
 # %% ../nbs/90_cli.ipynb #88885e71
@@ -163,7 +164,7 @@ def add_main(sub):
     p.set_defaults(func=with_sites_dir(run_main))
 
 # %% ../nbs/90_cli.ipynb #aa85bf48
-COMMANDS = [add_sites, add_main, add_datagen_cli, add_plan_data_cli, add_evaluate_cli]
+COMMANDS = [add_sites, add_main, add_datagen_cli, add_plan_data_cli, add_evaluate_cli, add_policy_cli]
 
 def parser():
     ap = argparse.ArgumentParser(prog="webmix", description="webmix: a workbench for training and evaluating web-browsing agents")

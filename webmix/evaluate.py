@@ -8,8 +8,8 @@ __all__ = ['ARMS', 'ADAPTER_OF_FAMILY', 'ADAPTERS', 'REASONING', 'MAX_GATES', 'T
            'family_plan', 'arm_models', 'sub_model', 'premature', 'router_note', 'gate_done', 'Routed', 'TaskFileError',
            'load_tasks', 'site_split', 'human_tasks', 'app_directory', 'prepare_human', 'action_events',
            'history_actions', 'grade', 'grade_inputs', 'record_requests', 'write_rows', 'unit_key', 'unit_fields',
-           'run_episode', 'eval_options', 'run_evaluate', 'load_results', 'success_table', 'by_site', 'tally',
-           'regrade', 'serve_cmd', 'check_server', 'add_evaluate_cli']
+           'histories', 'run_episode', 'eval_options', 'run_evaluate', 'load_results', 'success_table', 'by_site',
+           'tally', 'regrade', 'serve_cmd', 'check_server', 'add_evaluate_cli']
 
 # %% ../nbs/11_evaluate.ipynb #12f1e68a
 import asyncio, base64, json, os, shutil
@@ -177,8 +177,9 @@ def action_events(trace) -> list:
     return out
 
 def history_actions(hist) -> list:
-    "Every action of a browser-use history, as {name: params}."
-    return [a.model_dump(exclude_none=True) for item in getattr(hist, "history", []) or []
+    "Every action of a browser-use history (or of the specialists' histories), as {name: params}."
+    return [a.model_dump(exclude_none=True) for h in histories(hist)
+            for item in getattr(h, "history", []) or []
             for a in (getattr(getattr(item, "model_output", None), "action", None) or [])]
 
 def grade(task, g) -> tuple:
@@ -227,12 +228,16 @@ def unit_key(u) -> str: return u["task"]["task_id"] + (f"~r{u['repeat']}" if u.g
 
 def unit_fields(u) -> dict:
     t = u["task"]
-    return {"site": t["site"], "macro": t["macro"], "family": family_of(t["macro"]), "kind": t.get("kind", "datagen"),
-            "repeat": u.get("repeat", 0)}
+    return {"arm": u.get("arm"), "site": t["site"], "macro": t["macro"], "family": family_of(t["macro"]),
+            "kind": t.get("kind", "datagen"), "repeat": u.get("repeat", 0)}
+
+def histories(hist) -> list:
+    "The browser-use histories of an episode: one, or the planner's specialists' (agent_planner)."
+    return list(hist.hists) if hasattr(hist, "hists") else [hist]
 
 def _save_screenshots(hist, ep: Path) -> int:
     "The screenshots of the model's steps, as step_N.png (browser-use keeps them in a temporary folder)."
-    shots = [s for s in hist.screenshots() if s]
+    shots = [s for h in histories(hist) for s in h.screenshots() if s]
     for i, s in enumerate(shots): (ep / f"screen_{i + 1}.png").write_bytes(base64.b64decode(s))
     return len(shots)
 
@@ -282,7 +287,7 @@ async def run_episode(unit, worker) -> dict:
     (ep / "grade_inputs.json").write_text(json.dumps(g, default=str))
     ok, detail = grade(task, g)
     res.update(ok=ok, detail=detail, cause=None if ok else f"not graded a success: {detail}"[:300],
-               steps=len(hist.history), answer=answer, done=hist.is_done(), models=[t.get("model") for t in router.trace],
+               steps=sum(len(h.history) for h in histories(hist)), answer=answer, done=hist.is_done(), models=[t.get("model") for t in router.trace],
                gates=sum(bool(t.get("gated")) for t in router.trace), screenshots=_save_screenshots(hist, ep))
     (ep / "trace.json").write_text(json.dumps(router.trace, indent=1, default=str))
     hist.save_to_file(ep / "history.json")
@@ -306,7 +311,7 @@ def run_evaluate(tasks, out, repeats=1, progress=True, args=None, **kw) -> dict:
     names = set(eval_options.__code__.co_varnames[:eval_options.__code__.co_argcount])
     opts = eval_options(**{k: v for k, v in kw.items() if k in names})
     engine = {k: v for k, v in kw.items() if k not in names}
-    units = [{"task": t, "repeat": r, "repeats": repeats} for t in tasks for r in range(repeats)]
+    units = [{"task": t, "repeat": r, "repeats": repeats, "arm": opts["arm"]} for t in tasks for r in range(repeats)]
     settings = {k: opts[k] for k in ("arm", "base_name", "adapters", "gate_done", "gate_note", "temperature", "max_steps")}
     runs.run_units(units, run_episode, out, runner="evaluate", key=unit_key, fields=unit_fields, timeout=opts["timeout"] + 60,
                    options=opts, settings=settings, args=args or {"tasks": len(tasks), "repeats": repeats},
@@ -389,7 +394,8 @@ def _evaluate_cmd(args):
     try: check_server(args.vllm)
     except ValueError as e: raise SystemExit(f"webmix evaluate: --vllm: {e}")
     opts = {k: getattr(args, k) for k in eval_options.__code__.co_varnames[:eval_options.__code__.co_argcount]}
-    try: run_evaluate(tasks, args.out, repeats=args.repeats, args=vars(args), **opts, **runs.run_kwargs(args))
+    engine = {k: v for k, v in runs.run_kwargs(args).items() if k != "timeout"}     # the episode's: in opts
+    try: run_evaluate(tasks, args.out, repeats=args.repeats, args=vars(args), **opts, **engine)
     except runs.RunRefused as e: raise SystemExit(f"webmix evaluate: {e}")
     return 0
 
