@@ -163,7 +163,7 @@ def app_directory(base, sites) -> str:
 
 async def prepare_human(bs, base, task) -> tuple:
     "-> (prompt, start URL) of a human-style task, after its session flags and its start page."
-    await H.new_miniweb_session(bs, base, {"logout": 1} if task["needs_login"] else None)
+    if task["needs_login"]: await H.new_miniweb_session(bs, base, {"logout": 1})   # else the block's fresh one
     cross = len(task["sites"]) > 1
     start = base + ("/" if cross else task["start_url"])
     await H.goto(bs, start)

@@ -18,6 +18,7 @@ __all__ = ['BROWSER_USE_IMPORT_ENV', 'DEAD', 'VIEWPORT', 'SESSION_COOKIE', 'QUIE
 # %% ../nbs/04_harness.ipynb #baaaf972
 import asyncio, base64, inspect, ipaddress, json, os, shutil, sys, tempfile, threading, time
 from contextlib import asynccontextmanager, contextmanager
+from functools import cache
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 from urllib.request import ProxyHandler, build_opener
@@ -540,12 +541,12 @@ class NetworkWatch:
             if not any(t >= since for t in self.busy.values()) and now - max(self.last, since) >= quiet: return
             await asyncio.sleep(0.01)
 
-async def settled(bs, since: float, wait: float = CLICK_WAIT_S) -> None:
+async def settled(bs, since: float, wait: float = CLICK_WAIT_S, done=None) -> None:
     "After an action begun at `since` (time.monotonic()): wait as a settled click does (no-op on other sessions)."
     net = getattr(bs, "_webmix_net", None)
     if net is not None:
-        net.attach(bs._cdp_client_root)
-        await net.quiet(since, time.monotonic() + wait)
+        net.attach(bs._cdp_client_root)              # again after browser-use reconnected
+        await net.quiet(since, time.monotonic() + wait, done=done)
 
 def settle_clicks(bs) -> None:
     "Make the session's clicks wait for what they set off instead of browser-use's fixed 0.5 s (see above)."
@@ -556,21 +557,20 @@ def settle_clicks(bs) -> None:
     net.attach(bs._cdp_client_root)
     bs._webmix_net = net                                  # settled() below, and the drag and draw actions
 
-    async def settled(click_coro, download_start_timeout: float = CLICK_WAIT_S, **kw):
-        net.attach(bs._cdp_client_root)
+    async def settled_click(click_coro, download_start_timeout: float = CLICK_WAIT_S, **kw):
         since, started = time.monotonic(), asyncio.Event()
         def on_start(info):
             if not info.get("auto_download"): started.set()
         async def click_then_quiet():
             meta = await click_coro
             if not (isinstance(meta, dict) and "validation_error" in meta):
-                await net.quiet(since, time.monotonic() + download_start_timeout, done=started)
+                await settled(bs, since, download_start_timeout, done=started)
             return meta
         if downloads: downloads.register_download_callbacks(on_start=on_start)
         try: return await original(click_then_quiet(), download_start_timeout=DOWNLOAD_GRACE_S, **kw)
         finally:
             if downloads: downloads.unregister_download_callbacks(on_start=on_start)
-    object.__setattr__(wd, "_execute_click_with_download_detection", settled)     # this watchdog object only
+    object.__setattr__(wd, "_execute_click_with_download_detection", settled_click)     # this watchdog object only
 
 # %% ../nbs/04_harness.ipynb #863f2cc9
 CLICK_PAUSES = {  # (file, function, line) of a fixed pause around a click in browser-use PACED_VERSION -> what it waited for
@@ -595,8 +595,9 @@ class _PacedAsyncio:
         if where in CLICK_PAUSES and getattr(_session_of(frame), "_webmix_settled_clicks", False): delay = 0
         return asyncio.sleep(delay, *args, **kwargs)
 
+@cache
 def pace_clicks() -> bool:
-    "Drop the CLICK_PAUSES (see above) in this process; False when browser-use is not the version they were read from."
+    "Drop the CLICK_PAUSES (see above) in this process, once; False when browser-use is not the version they were read from."
     from importlib.metadata import version
     if version("browser-use") != PACED_VERSION: return False
     import browser_use.browser.watchdogs.default_action_watchdog as actions, browser_use.tools.service as tools
@@ -663,6 +664,20 @@ async def clear_clipboard(bs) -> None:
     "Empty the browser's clipboard (from a page of an http(s) origin)."
     await evaluate(bs, "navigator.clipboard.writeText('')")
 
+async def _start_session(bs):
+    "Start a session and turn its clipboard on."
+    await bs.start()
+    await enable_clipboard(bs)
+    return bs
+
+async def _enter(bs, base, task, normalized, open_start, clear_clip=False) -> None:
+    "A block's start on a started session: coordinates, a fresh MiniWeb session with the task's flags, its start page."
+    use_normalized_coordinates(bs, normalized)
+    if base is None: return
+    await new_miniweb_session(bs, base, session_flags(task) if task is not None else None)
+    if clear_clip: await clear_clipboard(bs)            # a kept browser's: a new one's is empty
+    if task is not None and open_start: await goto(bs, start_url(base, task))
+
 class KeptBrowser:
     "One browser kept across a worker's units, each getting it as a new one would be (see above)."
     def __init__(self, headless=True, max_units=KEEP_UNITS, **session_kwargs):
@@ -678,9 +693,7 @@ class KeptBrowser:
         if self.bs is None:
             self.bs = make_session(headless=self.headless, **self.session_kwargs)
             self.started += 1
-            try:
-                await self.bs.start()
-                await enable_clipboard(self.bs)
+            try: await _start_session(self.bs)
             except BaseException:
                 await self.close(); raise
         self.units += 1
@@ -691,11 +704,7 @@ class KeptBrowser:
         "The kept browser for one block, prepared as `browser()` prepares a new one; killed if the block fails."
         bs, clean = await self._ready(), False
         try:
-            use_normalized_coordinates(bs, normalized)
-            if base is not None:
-                await new_miniweb_session(bs, base, session_flags(task) if task is not None else None)
-                await clear_clipboard(bs)
-                if task is not None and open_start: await goto(bs, start_url(base, task))
+            await _enter(bs, base, task, normalized, open_start, clear_clip=True)
             yield bs
             clean = not getattr(bs, "_webmix_spoiled", False)
         finally:
@@ -716,11 +725,7 @@ async def browser(base=None, task=None, headless=True, normalized=True, keep=Non
         return
     bs = make_session(headless=headless, **session_kwargs)
     try:
-        await bs.start()
-        await enable_clipboard(bs)
-        use_normalized_coordinates(bs, normalized)
-        if task is not None and open_start: await prepare(bs, base, task)
-        elif base is not None: await new_miniweb_session(bs, base, session_flags(task) if task is not None else None)
+        await _enter(await _start_session(bs), base, task, normalized, open_start)
         yield bs
     finally:
         await close_session(bs)
