@@ -68,6 +68,7 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path):
 
 def test_gating_rescues_premature_dones_and_rows_are_the_sent_requests(tmp_path):
     "On the scripted policy (a simulator) with premature dones: --gate-done passes more; a passing episode's rows are its requests."
+    from webmix.formats import problems
     from webmix.policy import serve_policy
     tasks = E.human_tasks("test")[:4]
     ok = {}
@@ -87,5 +88,68 @@ def test_gating_rescues_premature_dones_and_rows_are_the_sent_requests(tmp_path)
     for k in passed["task_id"]:
         for row in map(json.loads, (out / k / "rows.jsonl").read_text().splitlines()):
             assert list(texts(row)) in sent_texts                  # the exact request, images saved beside as files
+            assert problems("step_row", row) == [], problems("step_row", row)
             assert all((out / k / p["image_url"]["url"]).exists() for m in row["messages"]
                        for p in (m["content"] if isinstance(m["content"], list) else []) if p.get("type") == "image_url")
+
+
+def _proposed(path, n):
+    "A taskgen-style tasks file of `n` proposed tasks (no verifier: the scripted policy plays its generic episode)."
+    sites = ["shop", "kanban"]
+    lines = [{"kind": "proposed", "task_id": f"tg-{sites[i % 2]}-{i:08x}", "site": sites[i % 2], "sites": [sites[i % 2]],
+              "macro": "proposed", "macros": [], "instruction": f"Look around the home page and say what it shows ({i}).",
+              "start_path": f"/sites/{sites[i % 2]}/", "task_kind": "info", "verifier": None} for i in range(n)]
+    path.write_text("".join(json.dumps(l) + "\n" for l in lines))
+    return [l["task_id"] for l in lines]
+
+
+def test_killed_run_resumes_proposed_rows_timeouts_and_cancellation(tmp_path, monkeypatch):
+    """SIGKILL mid-run and --resume: every episode once; proposed tasks' rows whatever the outcome; a timed-out
+    episode keeps its steps and grade inputs; a CancelledError in an episode is one failed result."""
+    import asyncio, time
+    from test_datagen import _kill_group, _lines
+    from webmix.formats import problems
+    from webmix.policy import serve_policy
+    tasks_file = tmp_path / "tasks.jsonl"
+    ids = _proposed(tasks_file, 5)
+    out = tmp_path / "run"
+    with serve_policy(port=0, seed=1) as srv:
+        cmd = ["webmix", "evaluate", "--tasks", str(tasks_file), "--arm", "base", "--record-rows", "--vllm", srv.base_url,
+               "--out", str(out), "--workers", "1"]
+        first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        t_end = time.time() + 180
+        while time.time() < t_end and len(_lines(out)) < 2 and first.poll() is None: time.sleep(0.1)
+        _kill_group(first)                                   # killed with an episode in flight
+        assert 2 <= len(_lines(out)) < len(ids)
+        again = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, again.stderr[-2000:]
+        lines = _lines(out)
+        assert sorted(r["task_id"] for r in lines) == sorted(ids)                 # each exactly once
+        for r in lines:
+            assert r["kind"] == "proposed" and not r["ok"] and r["detail"] == "pending: judge" and r["rows"] >= 1
+            ep = out / r["task_id"]
+            assert json.loads((ep / "episode.json").read_text())["instruction"].startswith("Look around")
+            assert (ep / "final.png").exists() and len(list(ep.glob("screen_*.png"))) == r["screenshots"] >= 1
+            g = json.loads((ep / "grade_inputs.json").read_text())
+            assert g["actions"] and g["log"] and "answer" in g
+            rows = [json.loads(l) for l in (ep / "rows" / "rows.jsonl").read_text().splitlines()]
+            assert len(rows) == r["rows"] and rows[-1]["op"] == "done"
+            for row in rows: assert problems("step_row", row) == [], problems("step_row", row)
+        # past --timeout: the steps taken so far are kept, graded never a success, and regrade agrees
+        human = [t for t in E.human_tasks("test") if len(t["macros"]) >= 3][:1]
+        slow = tmp_path / "slow"
+        E.run_evaluate(human, slow, arm="base", vllm=srv.base_url, timeout=3.0, workers=1, progress=False)
+        (r,) = _lines(slow)
+        g = json.loads((slow / r["task_id"] / "grade_inputs.json").read_text())
+        assert r["cause"] == "timeout after 3s" and r["steps"] >= 1 and g["timed_out"] == 3.0 and g["actions"], r
+        assert E.regrade(human, slow) == {"failed": 1, "changed": 0}
+        # a CancelledError inside one episode is that episode's failure; the others run
+        real = E.prepare
+        async def cancelled_once(bs, base, task):
+            if task["task_id"] == ids[0]: raise asyncio.CancelledError()
+            return await real(bs, base, task)
+        monkeypatch.setattr(E, "prepare", cancelled_once)
+        cut = tmp_path / "cut"
+        E.run_evaluate(E.load_tasks(tasks_file)[:2], cut, arm="base", vllm=srv.base_url, workers=1, progress=False)
+    by_id = {r["task_id"]: r for r in _lines(cut)}
+    assert by_id[ids[0]]["cause"] == "cancelled" and by_id[ids[1]]["detail"] == "pending: judge"

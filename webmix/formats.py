@@ -23,7 +23,11 @@ KINDS = {
     "result_plan_data": "one line of a plan-data run's <out>/results.jsonl (one chain)",
     "plan_episode": "a planner chain: <out>/<chain id>/episode.json",
     "plan_row": "one planner training row: a line of <out>/<chain id>/rows.jsonl",
+    "step_row": "one agent step's training row: a line of an evaluation episode's rows.jsonl (or rows/rows.jsonl)",
     "manifest": "what produced a run folder: <run>/manifest.json",
+    "proposed_task": "a proposed task: a line of a taskgen tasks file",
+    "judge_record": "a judge's verdict on one episode: <run>_judge/<task_id>.json (taskgen) or <dir>_webjudge/<task_id>.json",
+    "taskgen_report": "what `webmix taskgen rows` selected: <rows>/_report.json",
 }
 
 # %% ../nbs/00b_formats.ipynb #90f03b4a
