@@ -9,19 +9,20 @@ __all__ = ['MODELS', 'FAULT_KINDS', 'MARK', 'OWNER', 'ELEMENT_LINE', 'ATTR_KEY',
            'current_url', 'file_paths', 'history_marks', 'probe_result', 'probe_js', 'target_of', 'same_text', 'fits',
            'find_listed', 'by_control_id', 'minimal_instance', 'agent_reply', 'ScriptedPolicy', 'Episode',
            'next_action', 'probe_reply', 'probe_targets', 'give_up', 'look_again', 'other_element', 'step_action',
-           'gesture_action', 'generic_reply', 'PolicyServer', 'serve_policy', 'parse_faults', 'serve_policy_cmd',
-           'add_policy_cli']
+           'gesture_action', 'generic_reply', 'gold_parts', 'part_solution', 'planner_reply', 'PolicyServer',
+           'serve_policy', 'parse_faults', 'serve_policy_cmd', 'add_policy_cli']
 
 # %% ../nbs/11a_policy.ipynb #6897ea70
 import base64, hashlib, json, random, re, threading, time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .catalog import FAMILY_OF, MACROS, NAV, REASON
 from .config import PKG_DIR
 from .llm import ScriptedServer
 
 # %% ../nbs/11a_policy.ipynb #8fe9c295
-MODELS = ("qwen35-4b", "drag", "io", "select", "rest", "reasoning", "pooled")
+MODELS = ("qwen35-4b", "drag", "io", "select", "rest", "reasoning", "pooled", "base")
 FAULT_KINDS = ("premature", "wrong_element", "skip_step")
 MARK = "webmix-policy"                    # the tag of the policy's notes in its memory field
 OWNER = "webmix-simulator"                # the owner /v1/models names
@@ -280,12 +281,20 @@ class ScriptedPolicy:
         self.solutions = [dict(s, items=plan_items(s["task"], s["script"])) for s in load_solutions(tasks)]
         self.faults, self.seed, self.models = fault_table(faults), seed, tuple(models)
         self._by_text = sorted(((" ".join(s["task"]["instruction"].split()), s) for s in self.solutions), key=lambda p: -len(p[0]))
+        self._by_part = sorted(((" ".join(sub.split()), s, key) for s in self.solutions for key, _, sub in gold_parts(s["task"])),
+                               key=lambda p: -len(p[0]))
         self.errors, self._lock = [], threading.Lock()
 
     def solution_for(self, request: str):
         "The solution whose instruction the task text starts with (the longest such), or None."
         text = " ".join(request.split())
         return next((s for ins, s in self._by_text if ins and text.startswith(ins)), None)
+
+    def part_for(self, request: str, url: str = ""):
+        "(solution, macro key) of the planner's part the task text starts with (on the site of `url` when several match), or None."
+        text = " ".join(request.split())
+        hits = [(s, key) for sub, s, key in self._by_part if sub and text.startswith(sub)]
+        return next((h for h in hits if f"/sites/{h[0]['task']['site']}" in url), hits[0] if hits else None)
 
     def respond(self, body) -> dict:
         "The reply to one chat-completions request body (OpenAI format, as browser-use's ChatOpenAI sends it)."
@@ -301,7 +310,10 @@ class ScriptedPolicy:
         if text is None or not action_schemas(body):            # not an agent step: the smallest answer its format allows
             rf = body.get("response_format") or {}
             return minimal_instance((rf.get("json_schema") or {}).get("schema")) if rf.get("type") == "json_schema" else "(scripted stand-in)"
-        sol = self.solution_for(section(text, "user_request"))
+        request = section(text, "user_request")
+        sol = self.solution_for(request)
+        if "delegate" in action_schemas(body): return planner_reply(body, text, sol)      # the planner agent's turn
+        if sol is None and (part := self.part_for(request, current_url(text))): sol = part_solution(*part)
         return generic_reply(body, text) if sol is None else next_action(Episode(self, sol, body, text))
 
 # %% ../nbs/11a_policy.ipynb #3ad8693e
@@ -492,6 +504,41 @@ def generic_reply(body, text) -> dict:
     seen = _short(" ".join(t for t in texts if len(t) > 1) or " ".join(e["text"] for e in els if e["text"]), 300)
     return agent_reply(body, "done", {"text": f"The page shows: {seen}" if seen else "The page shows no text.", "success": True},
                        ev, "Reporting what the page shows.", "Finish.", f"generic {n + 1}")
+
+# %% ../nbs/11a_policy.ipynb #204cd746
+def gold_parts(task) -> list:
+    "The task's parts as a planner delegates them: (macro key, family, subtask), the reasoning parts last."
+    subs = task.get("macro_subtasks") or {}
+    parts = [(m, FAMILY_OF.get(m.split("#")[0], NAV), subs.get(m) or m) for m in task["macros"]]
+    return [p for p in parts if p[1] != REASON] + [p for p in parts if p[1] == REASON]
+
+def part_solution(sol, key) -> dict:
+    "The solution of one part: the script's steps of macro `key`, then done (with the answer only if that macro answers)."
+    task, script = sol["task"], sol["script"]
+    answers = MACROS[key.split("#")[0]].answers
+    sub = {**task, "macros": [key], "macro_subtasks": {key: (task.get("macro_subtasks") or {}).get(key, key)}}
+    items = [("step", n) for n, s in enumerate(script["steps"]) if s.get("macro") == key] + [("done",)]
+    return {**sol, "task": sub, "script": {**script, "answer": script.get("answer") if answers else None}, "items": items}
+
+def planner_reply(body, text, sol) -> dict:
+    "The planner's next turn (see above): the next part's delegation, or done."
+    n = sum(1 for v, _, _ in history_marks(text) if v == "plan")
+    ev = "Starting the task." if n == 0 else "The specialist reported back."
+    if sol is None:                                       # no plan: hand the whole task over once, then report
+        if n == 0:
+            task = section(text, "user_request").split("\nYou start on ")[0].strip()
+            return agent_reply(body, "delegate", {"family": NAV, "instruction": task}, ev, "No plan for this task.",
+                               "Hand the whole task to navigation.", "plan 0")
+        said = history_marks(text)[-1][2].strip()
+        return agent_reply(body, "done", {"text": _short(said, 400) or "The specialist reported nothing.", "success": True},
+                           ev, "The specialist reported.", "Finish.", f"plan {n}")
+    parts = gold_parts(sol["task"])
+    if n < len(parts):
+        key, family, sub = parts[n]
+        return agent_reply(body, "delegate", {"family": family, "instruction": sub}, ev, f"Part {n + 1} of {len(parts)}: {sub}",
+                           f"Delegate part {n + 1} ({key}) to {family}.", f"plan {n}")
+    answer = sol["script"].get("answer") or "Done: " + "; ".join(p[2] for p in parts) + "."
+    return agent_reply(body, "done", {"text": answer, "success": True}, ev, "Every part is done.", "Report and finish.", f"plan {n}")
 
 # %% ../nbs/11a_policy.ipynb #f7767f9e
 class PolicyServer(ScriptedServer):
