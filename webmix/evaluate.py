@@ -10,8 +10,8 @@ __all__ = ['ARMS', 'ADAPTER_OF_FAMILY', 'ADAPTERS', 'REASONING', 'MAX_GATES', 'T
            'prepare_human', 'prepare_proposed', 'prepare', 'action_events', 'history_actions', 'grade', 'grade_inputs',
            'record_requests', 'write_rows', 'step_op', 'without_text', 'episode_rows', 'unit_key', 'unit_fields',
            'histories', 'partial_history', 'final_screenshot', 'episode_record', 'run_episode', 'eval_options',
-           'run_evaluate', 'load_results', 'success_table', 'by_site', 'tally', 'regrade', 'serve_cmd', 'check_server',
-           'add_evaluate_cli']
+           'run_evaluate', 'load_results', 'success_table', 'by_site', 'effort', 'run_summary', 'tally', 'regrade',
+           'serve_cmd', 'check_server', 'add_evaluate_cli']
 
 # %% ../nbs/11_evaluate.ipynb #12f1e68a
 import asyncio, base64, copy, json, os, shutil
@@ -427,7 +427,7 @@ def run_evaluate(tasks, out, repeats=1, progress=True, args=None, **kw) -> dict:
                    models=[{"role": "agent", "name": n, "url": opts["vllm"]} for n in [opts["base_name"], *opts["adapters"]]],
                    progress=progress, desc=f"evaluate {opts['arm']}", **engine)
     df = load_results(out)
-    if progress and len(df): print(success_table(df).to_string(), flush=True)
+    if progress and len(df): print(run_summary(df), flush=True)
     return tally(df)
 
 def load_results(out):
@@ -445,7 +445,19 @@ def success_table(df):
     return out
 
 def by_site(df):
-    return df.groupby(["arm", "site"])["ok"].agg(ok="sum", episodes="count").reset_index()
+    "Success by site and arm ('ok/run')."
+    g = df.assign(ok=df["ok"].astype(bool)).groupby(["site", "arm"])["ok"]
+    return (g.sum().astype(int).astype(str) + "/" + g.count().astype(str)).unstack("arm").fillna("")
+
+def effort(df):
+    "Median steps and seconds per episode, by arm and outcome."
+    d = df.assign(outcome=df["ok"].map({True: "ok", False: "failed"}))
+    return d.groupby(["arm", "outcome"]).agg(episodes=("task_id", "count"), median_steps=("steps", "median"),
+                                             median_s=("duration_s", "median")).round(1)
+
+def run_summary(df) -> str:
+    "What a run prints at its end: success by arm x family, by site, then steps and durations."
+    return "\n\n".join([success_table(df).to_string(), by_site(df).to_string(), effort(df).to_string()])
 
 def tally(df) -> dict:
     if not len(df): return {}
