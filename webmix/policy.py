@@ -505,7 +505,7 @@ def generic_reply(body, text) -> dict:
     return agent_reply(body, "done", {"text": f"The page shows: {seen}" if seen else "The page shows no text.", "success": True},
                        ev, "Reporting what the page shows.", "Finish.", f"generic {n + 1}")
 
-# %% ../nbs/11a_policy.ipynb #204cd746
+# %% ../nbs/11a_policy.ipynb #070fb385
 def gold_parts(task) -> list:
     "The task's parts as a planner delegates them: (macro key, family, subtask), the reasoning parts last."
     subs = task.get("macro_subtasks") or {}
