@@ -1,6 +1,11 @@
-"""Scripted human-style tasks on the test sites: writes data/annotations/<site>/<task>/{task.json, verifier.json,
-script.json}. Every task (its request, its macros and verifier, its scripted run) is written by this script, in the
-style of a person's request; none was written by a person.
+"""Scripted human-style tasks on the test sites and on the training sites: writes
+data/annotations/<site>/<task>/{task.json, verifier.json, script.json}. Every task (its request, its macros and verifier,
+its scripted run) is written by this script, in the style of a person's request; none was written by a person.
+
+A task is all on test sites (data/site_split.json "test": the held-out sites evaluation reports on) or all on
+training sites ("train": 3 tasks per site). `webmix evaluate --human --human-split train` runs the training-site ones:
+their passing episodes' rows (rejection sampling), and a verifier-graded run for `webmix taskgen validate` to compare
+the judge with. main() refuses a task that mixes the two sides.
 
 Every expected value (ids, names, counts, prices, dates) is computed here from the seeded data
 (webmix.miniweb.load_sites()[site].rows, through the engine's own list query), so re-running this script after a
@@ -60,6 +65,13 @@ def on_grid(site, cid, v):
 
 def money(v): return f"${float(v):,.2f}"
 
+def later(day, n=7): return (date.fromisoformat(day) + timedelta(days=n)).isoformat()
+
+def month_end(ym):
+    "The last day of month 'YYYY-MM'."
+    y, m = map(int, ym.split("-"))
+    return (date(y + m // 12, m % 12 + 1, 1) - timedelta(days=1)).isoformat()
+
 def plain(name): return not re.search(r" (?:II|III|IV|V|VI)$", str(name))      # not a seeded duplicate's suffixed name
 
 def plural(n, word): return f"{n} {word}" + ("" if n == 1 else "s")
@@ -82,9 +94,13 @@ def after(prefix, macro):
     steps, check = macro
     return [*prefix, *steps], check
 
+def elsewhere(site, pid, piece):
+    "A macro done on another site: back to the portal, into `site`, its page `pid` from the home menu, then `piece`."
+    return after([step("goto", url="/"), app(site), menu(site, "home", pid)], piece)
+
 def mail_draft(msg):
     "Back to the portal, into Pigeon Post, and a new message saved from its form."
-    return after([step("goto", url="/"), app("mail"), menu("mail", "home", "messages")], create("mail", "messages", msg))
+    return elsewhere("mail", "messages", create("mail", "messages", msg))
 
 def sign_in_link(): return step("click", selector=".account a[href$='/login']")       # the header link has no control id
 def app(site): return step("click", selector=f"a[data-app='{site}']")                  # the portal's app directory
@@ -466,10 +482,9 @@ def mail():
     # count a label's mail in its busiest month
     months = Counter(r["received"][:7] for r in rows(s, P) if r["label"] == "Finance")
     ym = max(sorted(months), key=lambda m: months[m])
-    y, m = map(int, ym.split("-"))
-    end = (date(y + m // 12, m % 12 + 1, 1) - timedelta(days=1)).isoformat()
+    end = month_end(ym)
     n = len(view(s, P, label="Finance", received_from=f"{ym}-01", received_to=end))
-    month = date(y, m, 1).strftime("%B %Y")
+    month = date.fromisoformat(f"{ym}-01").strftime("%B %Y")
     (task(s, "count-finance-mail-in-month", url(s, P), f"""How many Finance emails did I get in {month}? Filter my mailbox
         to the Finance label and the dates {ym}-01 to {end}, and give me the number.""")
      .add("filter_by_options", "Show only Finance mail", options(s, P, "label", "Finance"))
@@ -635,7 +650,6 @@ def travel():
     # move a hotel stay by a week, signing in when the edit form asks
     stay = first((r for r in view(s, B, tab="Confirmed") if r["kind"] == "Hotel" and len(view(s, B, q=r["reference"])) == 1),
                  "a confirmed hotel stay")
-    def later(d, n=7): return (date.fromisoformat(d) + timedelta(days=n)).isoformat()
     new = {"check_in": later(stay["check_in"]), "check_out": later(stay["check_out"])}
     (task(s, "move-hotel-stay-a-week", url(s, B), f"""My {stay['destination']} hotel stay {stay['reference']} has to move
         one week later: {new['check_in']} to {new['check_out']}. Change the dates on Wayfarer (my login is {USER[0]} /
@@ -947,16 +961,426 @@ def realestate():
      .wrong_answer(f"{plural(n - 1, 'home')}."))
 
 
+# ---------------------------------------------------------------- the training sites (a task there touches no test site)
+def options_of(site, coll, field): return S[site].collections[coll]["fields"][field]["options"]
+
+def findable(site, pid, field, r):
+    "A row a search for its `field` finds alone, whose `field` is a plain name no other row shares (so the search is a clear step)."
+    coll = S[site].pages[pid]["collection"]
+    return plain(r[field]) and distinct(site, coll, field, r[field]) and len(view(site, pid, q=r[field])) == 1
+
+
+# ================================================================ Lumen Market (shop)
+def shop():
+    s, P = "shop", "products"
+
+    # the cheapest product of one brand in one category (not 'Fennel & Co': an '&' in a ticked value is one more thing to escape)
+    lines = {(c, b): view(s, P, category=c, brand=b, sort="price_asc")
+             for c in options_of(s, P, "category") for b in options_of(s, P, "brand") if "&" not in b}
+    c, b = max((k for k, v in lines.items() if len(v) >= 3 and v[0]["price"] < v[1]["price"] and plain(v[0]["name"])
+                and distinct(s, P, "name", v[0]["name"])), key=lambda k: len(lines[k]))
+    v = lines[(c, b)]
+    (task(s, "cheapest-brand-product", url(s, P), f"""I only buy {b}. On Lumen Market, show me the {c} products from {b},
+        sort them by price (lowest first) and tell me which one is the cheapest.""")
+     .add("filter_by_dropdown", f"Show only {c} products", dropdown(s, P, "category", c))
+     .add("filter_by_options", f"Show only {b}", options(s, P, "brand", b))
+     .add("sort_by_form", "Sort by price, lowest first", sort(s, P, "price_asc"))
+     .add("report_information", "Report the cheapest product's name")
+     .ask(v[0]["name"], f"The cheapest is {v[0]['name']}, at {money(v[0]['price'])}.")
+     .wrong_answer(f"It's {v[1]['name']}."))
+
+    # export the outdoor gear under a price and count it
+    def gear(m=None): return view(s, P, category="Outdoor", **({"price_max": m} if m else {}))
+    M = first((m for m in (100, 150, 200, 250, 300) if len(gear(m)) >= 3), "outdoor gear under a price")
+    n = len(gear(M))
+    assert n < len(gear())
+    (task(s, "export-budget-outdoor-gear", url(s, P), f"""I'm kitting out a camping trip on a budget. Export every Outdoor
+        product on Lumen Market that costs at most ${M} as a CSV file, and tell me how many products are in it.""")
+     .add("filter_by_dropdown", "Show only Outdoor products", dropdown(s, P, "category", "Outdoor"))
+     .add("filter_by_slider", f"Limit the price to ${M}", slider(s, P, "price", M))
+     .add("download_file", "Export the list as CSV", export(s, P, {"category": "Outdoor", "price_max": str(M)}))
+     .add("count_entries", "Report how many products the export holds")
+     .ask(n, f"The export holds {plural(n, 'product')}.", "number")
+     .wrong_skip("filter_by_slider"))
+
+    # cross-site: a product's SKU into an issue on the tracker
+    item = first((r for r in view(s, P, category="Electronics") if findable(s, P, "name", r)), "an electronics product")
+    title = f"Wrong price on the product page of the {item['name']}"
+    issue = {"title": title, "component": "Web app", "priority": "High", "status": "Open", "opened": "2026-11-30",
+             "description": item["sku"]}
+    assert not any(r["title"] == title for r in rows("tracker", "issues"))
+    (task(s, "report-product-price-bug", "/", f"""The {item['name']} page on Lumen Market shows a wrong price. Find the product
+        there and copy its SKU, then file an issue on Ridgeline Issues titled "{title}": component Web app, priority High,
+        status Open, opened 2026-11-30, with just the SKU as the description.""", sites=[s, "tracker"])
+     .add("search_by_text", f"Search the products for {item['name']}",
+          after([app(s), menu(s, "home", P)], search(s, P, item["name"])))
+     .add("copy_to_clipboard", "Copy its SKU", copy_row(s, P, item["id"], item["sku"]))
+     .add("create_entry", "File the issue on Ridgeline Issues", elsewhere("tracker", "issues", create("tracker", "issues", issue)))
+     .wrong_skip("copy_to_clipboard"))
+
+
+# ================================================================ Ridgeline Issues (tracker)
+def tracker():
+    s, I = "tracker", "issues"
+
+    # move a sprint card to Review, then count the lane
+    plan = sorted(rows(s, "sprint"), key=lambda r: r["position"])
+    titles = Counter(r["task"] for r in plan)
+    card = first((r for r in plan if r["lane"] == "Doing" and titles[r["task"]] == 1), "a card in Doing")
+    n = sum(r["lane"] == "Review" for r in plan) + 1
+    (task(s, "sprint-card-to-review", url(s), f"""I've opened the pull request for "{card['task']}". On the Ridgeline sprint
+        board, move it from Doing to Review, and tell me how many cards are in Review now.""")
+     .add("open_menu_item", "Open the sprint board", open_menu(s, "home", "sprint"))
+     .add("reorder_by_drag", f"Drag {card['task']} to Review", drag(s, "sprint", card["id"], "Review"))
+     .add("report_information", "Report how many cards Review holds")
+     .ask(n, f"Review now holds {plural(n, 'card')}.", "number")
+     .wrong_value("reorder_by_drag", 0, "Done", field="to"))
+
+    # a comment on an open mobile issue, after signing in
+    bug = first((r for r in view(s, I, tab="Open", component="Mobile") if findable(s, I, "title", r)), "an open mobile issue")
+    note = "I can reproduce this with the latest build. The steps are in the support ticket."
+    (task(s, "comment-on-mobile-issue", url(s, I), f"""Sign in to Ridgeline Issues ({USER[0]} / {USER[1]}), find the issue
+        "{bug['title']}" and add this comment to it: "{note}" """, login=True)
+     .add("authenticate_by_form", "Sign in as alex", login(s))
+     .add("search_by_text", "Search the issues for its title", after([menu(s, "home", I)], search(s, I, bug["title"])))
+     .add("open_detail", f"Open {bug['key']}", detail(s, I, bug["id"]))
+     .add("add_comment", "Post the comment", comment(s, I, bug["id"], note))
+     .wrong_value("add_comment", 0, "Can reproduce."))
+
+    # the open billing issue due first
+    v = view(s, I, tab="Open", component="Billing", sort="due_asc")
+    assert len(v) >= 2 and v[0]["due"] < v[1]["due"] and distinct(s, I, "title", v[0]["title"])
+    (task(s, "first-due-billing-issue", url(s, I), """Which open Billing issue on Ridgeline Issues is due first? Open the
+        Open tab, show only the Billing component, sort by due date (earliest first) and tell me the issue's title.""")
+     .add("switch_tab", "Open the Open tab", tab(s, I, "Open"))
+     .add("filter_by_dropdown", "Show only Billing issues", dropdown(s, I, "component", "Billing"))
+     .add("sort_by_form", "Sort by due date, earliest first", sort(s, I, "due_asc"))
+     .add("report_information", "Report the first issue's title")
+     .ask(v[0]["title"], f"\"{v[0]['title']}\" ({v[0]['key']}) is due first, on {v[0]['due']}.")
+     .wrong_answer(f"It's \"{v[1]['title']}\"."))
+
+
+# ================================================================ Tempo Rooms (calendar)
+def calendar():
+    s, B = "calendar", "bookings"
+
+    # sign the house rules, then count the signatures
+    n = min(len(rows(s, "house_rules")) + 1, 10)
+    (task(s, "sign-house-rules", url(s), f"""Before my first booking on Tempo Rooms I have to sign the house rules. Sign them as
+        {ME[0]}, then tell me how many signatures the page lists.""")
+     .add("open_menu_item", "Open the house rules", open_menu(s, "home", "rules"))
+     .add("draw_signature", "Sign as Alex Morgan", sign(s, "rules", ME[0]))
+     .add("report_information", "Report how many signatures are listed")
+     .ask(n, f"The page lists {plural(n, 'signature')}.", "number")
+     .wrong_skip("draw_signature"))
+
+    # one room's small bookings in a month
+    dec = {"day_from": "2026-12-01", "day_to": "2026-12-31"}
+    def booked(room, a=None): return view(s, B, room=room, **dec, **({"attendees_max": a} if a else {}))
+    room, A = first(((r, a) for r in options_of(s, B, "room") for a in (4, 6, 8, 10, 12)
+                     if 2 <= len(booked(r, a)) < len(booked(r))), "a room with small and large bookings")
+    n = len(booked(room, A))
+    (task(s, "count-small-december-bookings", url(s, B), f"""How many bookings of the {room} room on Tempo Rooms in December
+        2026 are for at most {A} people? Filter by the room, set the attendees slider to {A} and the dates to 2026-12-01 to
+        2026-12-31, and give me the number.""")
+     .add("filter_by_dropdown", f"Show only {room}", dropdown(s, B, "room", room))
+     .add("filter_by_slider", f"Limit the attendees to {A}", slider(s, B, "attendees", A))
+     .add("filter_by_date_range", "Limit the dates to December 2026", dates(s, B, "day", "2026-12-01", "2026-12-31"))
+     .add("count_entries", "Report how many bookings are listed")
+     .ask(n, f"{plural(n, 'booking')}.", "number")
+     .wrong_answer(f"{plural(n + 1, 'booking')}."))
+
+    # cancel a workshop, signing in when the edit form asks
+    ws = first((r for r in view(s, B, tab="Confirmed") if r["kind"] == "Workshop" and r["day"] >= "2026-12-01"
+                and findable(s, B, "title", r)), "a workshop in December or later")
+    (task(s, "cancel-workshop-booking", url(s, B), f"""The "{ws['title']}" on {ws['day']} is off. Find the booking on Tempo
+        Rooms and set its status to Cancelled (sign in as {USER[0]} / {USER[1]} when asked).""", login=True)
+     .add("search_by_text", "Search the bookings for the workshop", search(s, B, ws["title"]))
+     .add("open_detail", "Open the booking", detail(s, B, ws["id"]))
+     .add("authenticate_by_form", "Sign in when the edit form asks for it", login(s, step("click", f"{B}-edit-link")))
+     .add("edit_entry", "Set its status to Cancelled", edit(s, B, ws["id"], {"status": "Cancelled"}, open_form=False))
+     .wrong_value("edit_entry", 0, "Tentative"))
+
+
+# ================================================================ Stackboard (kanban)
+def kanban():
+    s, T = "kanban", "tasks"
+
+    # move a card to In progress, then count the column
+    cards = sorted(rows(s, T), key=lambda r: r["position"])
+    card = first((r for r in cards if r["stage"] == "To do" and distinct(s, T, "title", r["title"])), "a card in To do")
+    n = sum(r["stage"] == "In progress" for r in cards) + 1
+    (task(s, "start-board-card", url(s), f"""I'm starting on "{card['title']}" today. On the Stackboard board, move it from To do
+        to In progress, and tell me how many cards are in progress now.""")
+     .add("open_menu_item", "Open the board", open_menu(s, "home", "board"))
+     .add("reorder_by_drag", f"Drag {card['title']} to In progress", drag(s, "board", card["id"], "In progress"))
+     .add("report_information", "Report how many cards In progress holds")
+     .ask(n, f"{plural(n, 'card')} in progress now.", "number")
+     .wrong_answer(f"{plural(n - 1, 'card')} in progress."))
+
+    # add a task after signing in, then count its area's tasks
+    new = {"title": "Help article: Orbit beta release notes", "area": "Docs", "stage": "To do", "owner": "Ines", "points": 2,
+           "due": "2026-12-18", "details": "Summarise what changed for beta testers."}
+    assert not any(r["title"] == new["title"] for r in rows(s, T))
+    n = len(view(s, T, area="Docs")) + 1
+    (task(s, "add-docs-task", url(s, T), f"""Add a task to Stackboard (my login is {USER[0]} / {USER[1]}): "{new['title']}",
+        area Docs, stage To do, owner Ines, {new['points']} points, due {new['due']}, details "{new['details']}". Then show
+        only the Docs tasks and tell me how many there are.""", login=True)
+     .add("authenticate_by_form", "Sign in when the new-task form asks for it", login(s, step("click", f"{T}-new")))
+     .add("create_entry", "Create the task", create(s, T, new, open_form=False))
+     .add("filter_by_dropdown", "Show only Docs tasks", after([step("click", f"{T}-item-crumbs", url(s, T))], dropdown(s, T, "area", "Docs")))
+     .add("count_entries", "Report how many Docs tasks are listed")
+     .ask(n, f"There are {plural(n, 'Docs task')}.", "number")
+     .wrong_value("create_entry", 1, "Design"))
+
+    # one person's biggest backend task
+    def mine(o): return view(s, T, area="Backend", owner=o, sort="points_desc")
+    owner = first((o for o in options_of(s, T, "owner") if len(mine(o)) >= 2 and mine(o)[0]["points"] > mine(o)[1]["points"]
+                   and distinct(s, T, "title", mine(o)[0]["title"])), "an owner with backend tasks")
+    v = mine(owner)
+    (task(s, "biggest-backend-task", url(s, T), f"""What is {owner}'s biggest Backend task on Stackboard? Show only Backend
+        tasks owned by {owner}, sort them by size (largest first) and tell me the title of the first one.""")
+     .add("filter_by_dropdown", "Show only Backend tasks", dropdown(s, T, "area", "Backend"))
+     .add("filter_by_options", f"Show only {owner}'s tasks", options(s, T, "owner", owner))
+     .add("sort_by_form", "Sort by size, largest first", sort(s, T, "points_desc"))
+     .add("report_information", "Report the biggest task's title")
+     .ask(v[0]["title"], f"\"{v[0]['title']}\" ({v[0]['points']} points).")
+     .wrong_answer(f"\"{v[1]['title']}\"."))
+
+
+# ================================================================ Northstar People (hr)
+def hr():
+    s, E = "hr", "employees"
+
+    # upload a document after signing in, then count the documents
+    n = len(rows(s, "documents")) + 1
+    (task(s, "upload-signed-amendment", url(s), f"""Upload my signed contract amendment, "contract-amendment-signed.pdf", to my
+        documents on Northstar People, and tell me how many documents are there now. Sign in first with {USER[0]} /
+        {USER[1]}.""", login=True)
+     .add("authenticate_by_form", "Sign in as alex", login(s))
+     .add("open_menu_item", "Open My documents", open_menu(s, "home", "documents"))
+     .add("upload_file", "Upload contract-amendment-signed.pdf", upload(s, "documents", "contract-amendment-signed.pdf"))
+     .add("report_information", "Report how many documents are listed")
+     .ask(n, f"There are now {plural(n, 'document')}.", "number")
+     .wrong_value("upload_file", 0, "contract-amendment.pdf"))
+
+    # export one office's team under a salary: the biggest department of one office
+    def team(d, o, m=None): return view(s, E, department=d, office=o, **({"salary_max": m} if m else {}))
+    d, o = max(((d, o) for d in options_of(s, E, "department") for o in options_of(s, E, "office")), key=lambda k: len(team(*k)))
+    M = first((m for m in range(50000, 180001, 5000) if 2 <= len(team(d, o, m)) < len(team(d, o))), f"{d} in {o} under a salary")
+    (task(s, "export-office-team-salaries", url(s, E), f"""For the salary review, download the Northstar People directory as a
+        CSV, but only the {d} people in the {o} office who earn at most ${M:,}.""")
+     .add("filter_by_dropdown", f"Show only {d}", dropdown(s, E, "department", d))
+     .add("filter_by_options", f"Show only the {o} office", options(s, E, "office", o))
+     .add("filter_by_slider", f"Limit the salary to ${M:,}", slider(s, E, "salary", M))
+     .add("download_file", "Export the list as CSV", export(s, E, {"department": d, "office": o, "salary_max": str(M)}))
+     .wrong_skip("filter_by_options"))
+
+    # cross-site: a colleague's email into a room booking
+    hire = first((r for r in view(s, E, department="People") if findable(s, E, "name", r)), "someone in People")
+    other = first((r for r in view(s, E, department="People") if r["id"] != hire["id"]), "another colleague")
+    title = f"Welcome 1:1 with {hire['name']}"
+    booking = {"title": title, "kind": "Meeting", "room": "Birch", "day": "2026-12-07", "start": "10:00", "duration": "30 min",
+               "attendees": 2, "host": "Ana Silva", "status": "Confirmed", "notes": hire["email"]}
+    assert not any(r["title"] == title for r in rows("calendar", "bookings"))
+    book = elsewhere("calendar", "bookings", create("calendar", "bookings", booking))
+    (task(s, "book-welcome-meeting", "/", f"""I'm meeting {hire['name']} from People next week. Look them up in the Northstar
+        People directory and copy their email address, then on Tempo Rooms book Birch for a 30 min Meeting titled
+        "{title}" on 2026-12-07 at 10:00: 2 attendees, host Ana Silva, status Confirmed, with their email as the notes.""",
+          sites=[s, "calendar"])
+     .add("search_by_text", f"Search the directory for {hire['name']}", after([app(s), menu(s, "home", E)], search(s, E, hire["name"])))
+     .add("copy_to_clipboard", "Copy their email address", copy_row(s, E, hire["id"], hire["email"]))
+     .add("create_entry", "Book the room on Tempo Rooms", book)
+     .wrong_value("create_entry", next(i for i, x in enumerate(book[0]) if x.get("control_id") == "bookings-create-notes"), other["email"]))
+
+
+# ================================================================ Harbor Bank (bank)
+def bank():
+    s, X = "bank", "transactions"
+
+    # export a month of dining and count it
+    months = Counter(r["posted"][:7] for r in rows(s, X) if r["category"] == "Dining")
+    ym = max(sorted(months), key=lambda m: months[m])
+    end = month_end(ym)
+    q = {"category": "Dining", "posted_from": f"{ym}-01", "posted_to": end}
+    n = len(view(s, X, **q))
+    month = date.fromisoformat(f"{ym}-01").strftime("%B %Y")
+    assert n >= 2
+    (task(s, "export-dining-month", url(s, X), f"""How much did I eat out in {month}? Export my Harbor Bank transactions in the
+        Dining category from {ym}-01 to {end} as a CSV file, and tell me how many transactions it holds.""")
+     .add("filter_by_dropdown", "Show only Dining", dropdown(s, X, "category", "Dining"))
+     .add("filter_by_date_range", f"Limit the dates to {month}", dates(s, X, "posted", f"{ym}-01", end))
+     .add("download_file", "Export the list as CSV", export(s, X, q))
+     .add("count_entries", "Report how many transactions the export holds")
+     .ask(n, f"{plural(n, 'Dining transaction')} in {month}.", "number")
+     .wrong_skip("filter_by_date_range"))
+
+    # pause a monthly subscription transfer, signing in when the edit form asks
+    R = "transfers"
+    monthly = view(s, R, tab="Monthly")[:per_page(s, R)]
+    sub = first((r for r in monthly if r["purpose"] == "Subscription" and r["status"] == "Scheduled"
+                 and distinct(s, R, "memo", r["memo"])), "a scheduled subscription on the first page")
+    (task(s, "pause-subscription-transfer", url(s, R), f"""I'm taking a break: pause my monthly transfer "{sub['memo']}" on
+        Harbor Bank by setting its status to Paused. It's under the Monthly transfers; sign in with {USER[0]} / {USER[1]}
+        when asked.""", login=True)
+     .add("switch_tab", "Show the monthly transfers", tab(s, R, "Monthly"))
+     .add("open_detail", f"Open {sub['memo']}", detail(s, R, sub["id"]))
+     .add("authenticate_by_form", "Sign in when the edit form asks for it", login(s, step("click", f"{R}-edit-link")))
+     .add("edit_entry", "Set its status to Paused", edit(s, R, sub["id"], {"status": "Paused"}, open_form=False))
+     .wrong_value("edit_entry", 0, "Scheduled"))
+
+    # copy the reference of the largest travel debit
+    v = view(s, X, category="Travel", kind="Debit", sort="amount_desc")
+    assert len(v) >= 2 and v[0]["amount"] > v[1]["amount"]
+    (task(s, "copy-largest-travel-debit", url(s, X), """I want to dispute my biggest travel expense. On Harbor Bank, show only
+        Travel transactions of type Debit, sort them by amount (highest first) and copy the reference of the top one.""")
+     .add("filter_by_dropdown", "Show only Travel", dropdown(s, X, "category", "Travel"))
+     .add("filter_by_options", "Show only debits", options(s, X, "kind", "Debit"))
+     .add("sort_by_form", "Sort by amount, highest first", sort(s, X, "amount_desc"))
+     .add("copy_to_clipboard", "Copy the top transaction's reference", copy_row(s, X, v[0]["id"], v[0]["reference"]))
+     .wrong_value("copy_to_clipboard", 0, str(v[1]["id"])))
+
+
+# ================================================================ Campfire Forum (forum)
+def forum():
+    s, T, M = "forum", "threads", "members"
+
+    # reply to the most viewed gear thread
+    v = view(s, T, tab="Gear", sort="views_desc")
+    assert v[0]["views"] > v[1]["views"] and v[0]["status"] != "Locked"
+    note = "Thanks for the write-up! Mine has lasted two seasons and still holds up."
+    (task(s, "reply-most-viewed-gear-thread", url(s, T), f"""On Campfire Forum, open the Gear board, sort the threads by views
+        (most first), open the most viewed one and reply: "{note}" """)
+     .add("switch_tab", "Open the Gear board", tab(s, T, "Gear"))
+     .add("sort_by_form", "Sort by views, most first", sort(s, T, "views_desc"))
+     .add("open_detail", f"Open {v[0]['title']}", detail(s, T, v[0]["id"]))
+     .add("add_comment", "Post the reply", comment(s, T, v[0]["id"], note))
+     .wrong_value("open_detail", 0, str(v[1]["id"])))
+
+    # the most active members, second page
+    v = view(s, M, sort="posts_desc")
+    k = per_page(s, M)
+    assert len(v) > k and v[k]["posts"] > v[k + 1]["posts"] and v[k - 1]["posts"] > v[k]["posts"]
+    (task(s, "second-page-top-poster", url(s, M), """Sort the Campfire Forum members by number of posts (most first), go to
+        the second page and tell me the username of the first member listed there.""")
+     .add("sort_by_form", "Sort by posts, most first", sort(s, M, "posts_desc"))
+     .add("paginate", "Go to page 2", paginate(s, M, 2))
+     .add("report_information", "Report the first member on page 2")
+     .ask(v[k]["username"], f"It's {v[k]['username']}, with {v[k]['posts']} posts.")
+     .wrong_answer(f"It's {v[0]['username']}."))
+
+    # start a thread after signing in, then count the board
+    new = {"title": "Gear swap meetup in the Lake District this spring?", "board": "General",
+           "body": "Thinking of a gear swap at a campsite near Keswick in April. Who would come along?"}
+    assert not any(r["title"] == new["title"] for r in rows(s, T))
+    n = len(view(s, T, tab="General")) + 1
+    (task(s, "start-gear-swap-thread", url(s, T), f"""Start a thread on Campfire Forum's General board (sign in as {USER[0]} /
+        {USER[1]} when it asks) titled "{new['title']}" with the text "{new['body']}". Then open the General board and
+        tell me how many threads it has.""", login=True)
+     .add("authenticate_by_form", "Sign in when the new-thread form asks for it", login(s, step("click", f"{T}-new")))
+     .add("create_entry", "Start the thread", create(s, T, new, open_form=False))
+     .add("switch_tab", "Open the General board", after([step("click", f"{T}-item-crumbs", url(s, T))], tab(s, T, "General")))
+     .add("count_entries", "Report how many threads General has")
+     .ask(n, f"General has {plural(n, 'thread')}.", "number")
+     .wrong_value("create_entry", 1, "Trips"))
+
+
+# ================================================================ Inkwell Library (library)
+def library():
+    s, BK, LN = "library", "books", "loans"
+
+    # cross-site: a book's ISBN into a new forum thread
+    book = first((r for r in view(s, BK, genre="History") if findable(s, BK, "title", r)), "a history book")
+    thread = {"title": f"Reading for rainy tent days: {book['title']}", "board": "General", "body": book["isbn"]}
+    assert not any(r["title"] == thread["title"] for r in rows("forum", "threads"))
+    (task(s, "recommend-book-on-forum", "/", f"""I want to recommend "{book['title']}" on Campfire Forum. Find it in the Inkwell
+        Library catalogue and copy its ISBN, then start a thread on Campfire Forum's General board titled
+        "{thread['title']}" with just the ISBN as the text.""", sites=[s, "forum"])
+     .add("search_by_text", f"Search the catalogue for {book['title']}", after([app(s), menu(s, "home", BK)], search(s, BK, book["title"])))
+     .add("copy_to_clipboard", "Copy its ISBN", copy_row(s, BK, book["id"], book["isbn"]))
+     .add("create_entry", "Start the thread on Campfire Forum", elsewhere("forum", "threads", create("forum", "threads", thread)))
+     .wrong_skip("copy_to_clipboard"))
+
+    # renew a loan, signing in when the edit form asks
+    loan = first((r for r in view(s, LN, tab="Active") if len(view(s, LN, q=r["number"])) == 1), "an active loan")
+    renewed = {"due": later(loan["due"], 14), "status": "Renewed", "renewals": loan["renewals"] + 1}
+    (task(s, "renew-active-loan", url(s, LN), f"""Renew loan {loan['number']} ({loan['member']}) on Inkwell Library: move its due
+        date two weeks later, to {renewed['due']}, set the status to Renewed and the renewals to {renewed['renewals']}. My
+        login is {USER[0]} / {USER[1]}.""", login=True)
+     .add("search_by_text", f"Search the loans for {loan['number']}", search(s, LN, loan["number"]))
+     .add("open_detail", "Open the loan", detail(s, LN, loan["id"]))
+     .add("authenticate_by_form", "Sign in when the edit form asks for it", login(s, step("click", f"{LN}-edit-link")))
+     .add("edit_entry", "Renew it", edit(s, LN, loan["id"], renewed, open_form=False))
+     .wrong_value("edit_entry", 0, loan["due"]))
+
+    # short books of one genre on the shelf: the genre with the most available books
+    def short(g, m=None): return view(s, BK, genre=g, status="Available", **({"pages_max": m} if m else {}))
+    g = max(options_of(s, BK, "genre"), key=lambda g: len(short(g)))
+    M = first((m for m in range(40, 761, 20) if 2 <= len(short(g, m)) < len(short(g))), f"short {g} books")
+    n = len(short(g, M))
+    (task(s, "count-short-available-books", url(s, BK), f"""How many {g} books of at most {M} pages can I borrow at Inkwell
+        Library right now? Show only {g}, only Available books, set the pages slider to {M} and give me the number.""")
+     .add("filter_by_dropdown", f"Show only {g}", dropdown(s, BK, "genre", g))
+     .add("filter_by_options", "Show only Available books", options(s, BK, "status", "Available"))
+     .add("filter_by_slider", f"Limit the length to {M} pages", slider(s, BK, "pages", M))
+     .add("count_entries", "Report how many books are listed")
+     .ask(n, f"{plural(n, 'book')}.", "number")
+     .wrong_answer(f"{plural(n + 1, 'book')}."))
+
+
+# ================================================================ Marquee Tickets (events)
+def events():
+    s, EV, O = "events", "events", "orders"
+
+    # export the comedy of two months and count it
+    q = {"category": "Comedy", "day_from": "2027-01-01", "day_to": "2027-02-28"}
+    n = len(view(s, EV, **q))
+    assert 2 <= n < len(view(s, EV, category="Comedy"))
+    (task(s, "export-winter-comedy", url(s, EV), """Export every Comedy event on Marquee Tickets between 2027-01-01 and
+        2027-02-28 as a CSV file, and tell me how many shows are in it.""")
+     .add("filter_by_dropdown", "Show only Comedy", dropdown(s, EV, "category", "Comedy"))
+     .add("filter_by_date_range", "Limit the dates to January and February 2027", dates(s, EV, "day", "2027-01-01", "2027-02-28"))
+     .add("download_file", "Export the list as CSV", export(s, EV, q))
+     .add("count_entries", "Report how many events the export holds")
+     .ask(n, f"{plural(n, 'show')}.", "number")
+     .wrong_answer(f"{plural(n - 1, 'show')}."))
+
+    # move a paid order to another section, signing in when the edit form asks
+    order = first((r for r in view(s, O, tab="Paid") if r["section"] != "Balcony" and len(view(s, O, q=r["number"])) == 1),
+                  "a paid order")
+    other = first((x for x in ("Circle", "Stalls", "VIP") if x != order["section"]), "another section")
+    (task(s, "move-order-to-balcony", url(s, O), f"""For order {order['number']} on Marquee Tickets ({order['holder']}), please
+        move the seats to the Balcony section. Sign in as {USER[0]} / {USER[1]} when asked.""", login=True)
+     .add("search_by_text", f"Search my orders for {order['number']}", search(s, O, order["number"]))
+     .add("open_detail", "Open the order", detail(s, O, order["id"]))
+     .add("authenticate_by_form", "Sign in when the edit form asks for it", login(s, step("click", f"{O}-edit-link")))
+     .add("edit_entry", "Set the section to Balcony", edit(s, O, order["id"], {"section": "Balcony"}, open_form=False))
+     .wrong_value("edit_entry", 0, other))
+
+    # the cheapest concert at one venue: copy its event code
+    def gigs(venue): return view(s, EV, category="Concert", venue=venue, sort="price_asc")
+    venue = first((x for x in options_of(s, EV, "venue") if len(gigs(x)) >= 2 and gigs(x)[0]["price"] < gigs(x)[1]["price"]),
+                  "a venue with concerts")
+    v = gigs(venue)
+    (task(s, "copy-cheapest-concert-code", url(s, EV), f"""I'd like to see a cheap concert at {venue}. On Marquee Tickets, show
+        only Concerts at {venue}, sort them by price (lowest first) and copy the event code of the cheapest one.""")
+     .add("filter_by_dropdown", "Show only Concerts", dropdown(s, EV, "category", "Concert"))
+     .add("filter_by_options", f"Show only {venue}", options(s, EV, "venue", venue))
+     .add("sort_by_form", "Sort by price, lowest first", sort(s, EV, "price_asc"))
+     .add("copy_to_clipboard", "Copy the cheapest one's event code", copy_row(s, EV, v[0]["id"], v[0]["code"]))
+     .wrong_value("copy_to_clipboard", 0, str(v[1]["id"])))
+
+
 # ================================================================ write
-SITE_TASKS = [recipes, mail, travel, learning, realestate]
+TEST_SITE_TASKS = [recipes, mail, travel, learning, realestate]
+TRAIN_SITE_TASKS = [shop, tracker, calendar, kanban, hr, bank, forum, library, events]
 
 def main():
-    for make in SITE_TASKS: make()
+    for make in TEST_SITE_TASKS + TRAIN_SITE_TASKS: make()
     slugs = Counter(t.slug for t in TASKS)
     assert max(slugs.values()) == 1, [s for s, n in slugs.items() if n > 1]
-    test = set(SPLIT["test"])
-    for t in TASKS:
-        assert t.site in test and set(t.sites) <= test, f"{t.slug}: not on test sites {t.sites}"
+    for t in TASKS:                  # a task stays on one side of the split: a train task touches no held-out site
+        assert any(set(t.sites) <= set(SPLIT[k]) for k in ("test", "train")), f"{t.slug}: mixes test and training sites {t.sites}"
         t.check()
     for site in {t.site for t in TASKS}:                      # only what this script wrote before
         for old in (ROOT / site).glob("*/script.json"): shutil.rmtree(old.parent)
@@ -970,7 +1394,9 @@ def main():
         (d / "script.json").write_text(f'{{"steps": [\n  {steps}\n ],\n "answer": {json.dumps(script["answer"], ensure_ascii=False)},\n'
                                        f' "wrong": {json.dumps(script["wrong"], ensure_ascii=False)}}}\n')
     by_site = Counter(t.site for t in TASKS)
-    print(f"{len(TASKS)} scripted human-style tasks: " + ", ".join(f"{k} {v}" for k, v in sorted(by_site.items()))
+    n_train = sum(t.site in SPLIT["train"] for t in TASKS)
+    print(f"{len(TASKS)} scripted human-style tasks ({len(TASKS) - n_train} on test sites, {n_train} on training sites): "
+          + ", ".join(f"{k} {v}" for k, v in sorted(by_site.items()))
           + f"; cross-site {sum(len(t.sites) > 1 for t in TASKS)}, login {sum(t.login for t in TASKS)},"
           f" question {sum(bool(t.answer) for t in TASKS)}")
 

@@ -1,9 +1,10 @@
-"""Every human-style task on the test sites (data/annotations/<site>/<task>/), run in real Chromium.
+"""Every human-style task (data/annotations/<site>/<task>/), on the test sites and on the training sites, run in real Chromium.
 
 A task's script.json lists the steps a person would take (click, type, select, tick, drag, draw, upload on the
 elements the sitemap names by data-control-id) and the answer they would give. The correct run must pass
 checks.verify_task over the session's recorder stream merged with the server log; the `wrong` run (a skipped
 macro, another value, or a wrong answer) must fail it, on the macro (or the answer) it broke.
+A task is all on test sites or all on training sites, and evaluate's `--human-split` picks exactly the tasks of its side.
 Regenerate the tasks with scripts/make_human_tasks.py after a site-spec change."""
 import asyncio, json
 from pathlib import Path
@@ -12,14 +13,16 @@ from urllib.request import urlopen
 import pytest
 from playwright.async_api import async_playwright
 
-from webmix.catalog import MACROS
+from webmix.catalog import FAMILY_OF, MACROS
 from webmix.config import CHROMIUM
 from webmix.checks import merge_server_log, verify_task
+from webmix.evaluate import human_tasks
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-TEST_SITES = set(json.loads((DATA / "site_split.json").read_text())["test"])
+SPLIT = {k: set(v) for k, v in json.loads((DATA / "site_split.json").read_text()).items()}
+TEST_SITES, TRAIN_SITES = SPLIT["test"], SPLIT["train"]
 TASKS = sorted(p.parent for p in (DATA / "annotations").glob("*/*/script.json")
-               if json.loads((p.parent / "task.json").read_text())["site"] in TEST_SITES)
+               if json.loads((p.parent / "task.json").read_text())["site"] in TEST_SITES | TRAIN_SITES)
 IDS = [f"{d.parent.name}/{d.name}" for d in TASKS]
 UPLOAD = b"%PDF-1.4\n% a small file a person picked from their disk\n"
 
@@ -176,22 +179,32 @@ def trajectory(runs, d, kind):
     return got
 
 
-def test_tasks_cover_the_test_sites():
-    "At least 40 tasks over every test site; task.json and verifier.json agree, with the catalog and the login rule."
-    assert len(TASKS) >= 40
-    tasks = []
+def split_of(task):
+    "'test' or 'train': the side of the split every site of the task is on (None when it mixes them)."
+    return next((k for k in ("test", "train") if set(task["sites"]) <= SPLIT[k]), None)
+
+
+def test_tasks_cover_both_splits():
+    """At least 40 tasks over every test site and 27 over every training site, none mixing the two; task.json and
+    verifier.json agree, with the catalog and the login rule; the training tasks cover every macro family; evaluate's
+    --human-split test/train selects exactly the tasks of that side."""
+    by_split = {"test": [], "train": []}
     for d in TASKS:
         task, verifier, _ = load(d)
-        assert task["task_id"] == d.name and set(task["sites"]) <= TEST_SITES and task["site"] == task["sites"][0]
+        assert task["task_id"] == d.name and task["site"] == task["sites"][0] and split_of(task), task["sites"]
         assert 2 <= len(task["macros"]) <= 4 and all(m.split("#")[0] in MACROS for m in task["macros"]), task["macros"]
         assert list(verifier["macros"]) == task["macros"] == list(task["macro_subtasks"])
         assert task["needs_login"] == ("authenticate_by_form" in verifier["macros"])      # start logged out exactly when the task logs in
         start = task["starting_url"]
         assert start == "/" if len(task["sites"]) > 1 else start.startswith(f"/sites/{task['site']}")
-        tasks.append((task, verifier))
-    assert {t["site"] for t, _ in tasks} == TEST_SITES
-    assert sum(len(t["sites"]) > 1 for t, _ in tasks) >= 4 and sum(t["needs_login"] for t, _ in tasks) >= 4
-    assert sum("answer" in v for _, v in tasks) >= 10
+        by_split[split_of(task)].append((d, task, verifier))
+    for k, least, cross, logins, questions in (("test", 40, 4, 4, 10), ("train", 27, 2, 3, 10)):
+        got = by_split[k]
+        assert len(got) >= least and {t["site"] for _, t, _ in got} == SPLIT[k], k
+        assert sum(len(t["sites"]) > 1 for _, t, _ in got) >= cross and sum(t["needs_login"] for _, t, _ in got) >= logins, k
+        assert sum("answer" in v for *_, v in got) >= questions, k
+        assert {f"{d.parent.name}/{d.name}" for d, *_ in got} == {t["key"] for t in human_tasks(k)}, k
+    assert {FAMILY_OF[m.split("#")[0]] for _, t, _ in by_split["train"] for m in t["macros"]} == set(FAMILY_OF.values())
 
 
 @pytest.mark.parametrize("d", TASKS, ids=IDS)
