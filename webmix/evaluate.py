@@ -384,7 +384,7 @@ async def run_episode(unit, worker) -> dict:
             seen.append(await H.seen(bs))
             g = await grade_inputs(bs, worker.base, task, answer, seen, history_actions(hist), trace)
         except Exception as e:                         # a browser left unusable: the episode still says what it has
-            g = {"base": worker.base, "answer": answer, "seen": seen, "actions": history_actions(hist), "error": runs._describe(e)}
+            g = {"base": worker.base, "answer": answer, "seen": seen, "actions": history_actions(hist), "error": runs.describe(e)}
         await final_screenshot(bs, ep / "final.png")
     if timed_out: g["timed_out"] = timed_out
     (ep / "grade_inputs.json").write_text(json.dumps(g, default=str))

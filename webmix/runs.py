@@ -6,9 +6,9 @@
 __all__ = ['RESULTS', 'SECRET_WORDS', 'HOST', 'GC_THAW_EVERY', 'BACKENDS', 'read_results', 'done_keys', 'latest', 'parse_shard',
            'in_shard', 'shard_arg', 'RunRefused', 'FolderBusy', 'folder_lock', 'git_state', 'site_hashes', 'public',
            'now', 'new_manifest', 'ManifestMismatch', 'differences', 'open_manifest', 'close_manifest', 'Worker',
-           'WorkerServer', 'settle', 'unit_line', 'freeze_survivors', 'guarded', 'Run', 'plan_units', 'run_sync',
-           'RayWorker', 'RayUnreachable', 'ray_init', 'run_units', 'fetch_title', 'add_run_options', 'run_kwargs',
-           'use_sites_dir']
+           'WorkerServer', 'describe', 'settle', 'unit_line', 'freeze_survivors', 'guarded', 'Run', 'stale_tmp',
+           'plan_units', 'run_sync', 'RayWorker', 'RayUnreachable', 'ray_init', 'run_units', 'fetch_title',
+           'add_run_options', 'run_kwargs', 'use_sites_dir']
 
 # %% ../nbs/04b_runs.ipynb #5e27602e
 import asyncio, fcntl, gc, hashlib, json, os, platform, shutil, socket, subprocess, sys, time, traceback, uuid
@@ -278,7 +278,8 @@ class WorkerServer:
 # %% ../nbs/04b_runs.ipynb #6918e81c
 HOST = socket.gethostname()
 
-def _describe(e: BaseException) -> str:
+def describe(e: BaseException) -> str:
+    "An exception in one line: its type and (shortened) message."
     return f"{type(e).__name__}: {short(str(e), 250)}" if str(e) else type(e).__name__
 
 async def settle(coro) -> dict:
@@ -290,7 +291,7 @@ async def settle(coro) -> dict:
         if (ct := asyncio.current_task()) is not None and ct.cancelling(): raise      # the run itself is stopping
         return {"cause": "cancelled"}
     except Exception as e:                      # noqa: BLE001 (one unit's failure is a result, never the run's end)
-        return {"cause": _describe(e), "trace": traceback.format_exc()[-1500:]}
+        return {"cause": describe(e), "trace": traceback.format_exc()[-1500:]}
 
 def unit_line(res, key, unit, fields, worker_index, t0, pid=None, host=HOST) -> dict:
     "A result line: the unit's fields, `res`, and the engine's (key, cause when not ok, duration, worker, where, when)."
@@ -317,7 +318,9 @@ async def guarded(run_one, unit, key: str, worker: Worker, timeout=None, fields=
     t0, got = time.time(), {}
     async def one():
         try: got.update(await asyncio.wait_for(run_one(unit, worker), timeout) or {})
-        except asyncio.TimeoutError: got.update(ok=False, cause=f"timeout after {timeout:g}s")
+        except asyncio.TimeoutError:
+            if timeout is None: raise           # the unit's own: a failure like any other (settle describes it)
+            got.update(ok=False, cause=f"timeout after {timeout:g}s")
     res = await settle(one())                  # before reading `got`: the unit fills it as it ends
     return unit_line({**got, **res}, key, unit, fields, worker.index, t0)
 
@@ -345,7 +348,7 @@ class Run:
                 "failures": dict(causes.most_common(8))}
 
 # %% ../nbs/04b_runs.ipynb #da8dd34a
-def _stale_tmp(tmp_root: Path) -> None:
+def stale_tmp(tmp_root: Path) -> None:
     "Remove temp folders of processes on this host that are gone (a SIGKILLed run leaves its folder behind)."
     import psutil
     for d in tmp_root.glob(f"{HOST}-*-*"):
@@ -407,7 +410,7 @@ async def _local(todo, run_one, key, fields, ctx, record):
             except asyncio.QueueEmpty: return
             try: base = await asyncio.to_thread(srv.ensure)
             except Exception as e:          # noqa: BLE001  a server that will not start fails this unit, not the run
-                record(unit_line({"cause": f"MiniWeb server: {_describe(e)}"}, key(u), u, fields, i, time.time()))
+                record(unit_line({"cause": f"MiniWeb server: {describe(e)}"}, key(u), u, fields, i, time.time()))
                 continue
             w = Worker(i, base, ctx["out"], ctx["tmp"], ctx["headless"], ctx["options"], kept[i])
             record(await guarded(run_one, u, key(u), w, ctx["timeout"], fields))
@@ -494,7 +497,7 @@ BACKENDS = ("local", "ray")
 def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], fields=None, workers=None,
               ports=None, timeout=None, backend="local", ray_address=None, shard=None, limit=0, headless=True,
               options=None, settings=None, args=None, models=(), force=False, progress=True, desc=None,
-              keep_browsers=True) -> Run:
+              keep_browsers=True, tmp_root=None) -> Run:
     "Run every unit not yet done in `out` on `workers` workers (see above) -> the session's Run."
     config.setup_env()
     if backend not in BACKENDS: raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
@@ -510,9 +513,10 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
         index = open_manifest(out, manifest, session, force)
         _close_torn_line(out / RESULTS)
         todo, skipped = plan_units(list(units), key, out, shard, limit)
-        (out / "_tmp").mkdir(exist_ok=True)
-        _stale_tmp(out / "_tmp")
-        tmp = out / "_tmp" / f"{HOST}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        tmp_root = Path(tmp_root) if tmp_root else out / "_tmp"
+        tmp_root.mkdir(parents=True, exist_ok=True)
+        stale_tmp(tmp_root)
+        tmp = tmp_root / f"{HOST}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         tmp.mkdir()
         bar = _Progress(len(todo), desc or runner, progress)
         results, t0 = [], time.perf_counter()
@@ -528,7 +532,7 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
         finally:
             bar.close()
             shutil.rmtree(tmp, ignore_errors=True)
-            try: (out / "_tmp").rmdir()                # when no other process has a folder there
+            try: tmp_root.rmdir()                      # when no other process has a folder there
             except OSError: pass
             run = Run(out, results, len(todo), skipped, time.perf_counter() - t0)
             close_manifest(out, index, ok=run.ok, failed=run.failed, skipped=skipped)

@@ -1,0 +1,263 @@
+"""webmix.online end to end: benchmark task files in both published formats whose websites are MiniWeb sites on
+loopback, `webmix online` against the scripted stand-in policy server (real openai client, browser-use, Chromium
+and MiniWeb), episodes read back by a loader written from the benchmark's published layout; a timed-out episode and
+the planner agent against scripted servers; the Pacer across two real processes."""
+import asyncio, base64, json, re, subprocess, sys, threading, time
+from pathlib import Path
+
+import pytest
+
+from webmix import formats as F
+from webmix import online as O
+from webmix.cli import main as webmix_main
+from webmix.evaluate import TaskFileError
+
+
+# ---- a loader written from the benchmark's published description, not from webmix.online
+
+WEBJUDGE_KEYS = {"task_id", "task", "final_result_response", "action_history", "thoughts"}
+
+
+def load_published(folder: Path) -> dict:
+    "{task_id: (result.json, screenshots in order)} of a folder of task folders, as WebJudge reads them."
+    out = {}
+    for d in sorted(p for p in folder.iterdir() if p.is_dir()):
+        result = json.loads((d / "result.json").read_text())
+        shots = sorted((d / "trajectory").iterdir(), key=lambda p: int(re.findall(r"\d+", p.name)[0]))
+        out[d.name] = (result, shots)
+    return out
+
+
+def pixels(png):
+    from PIL import Image
+    import io
+    return Image.open(io.BytesIO(png) if isinstance(png, bytes) else png).convert("RGB")
+
+
+def differing(a, b) -> float:
+    "Share of pixels that differ between two same-size screenshots."
+    from PIL import ImageChops
+    diff = ImageChops.difference(pixels(a), pixels(b)).convert("L").point(lambda v: 255 if v > 8 else 0)
+    return diff.histogram()[255] / (diff.width * diff.height)
+
+
+def cli(*args) -> str:
+    "Run `webmix` in this process; -> the one-line message of a refusal (SystemExit)."
+    with pytest.raises(SystemExit) as e: webmix_main(list(args))
+    return str(e.value)
+
+
+# ---- task files
+
+def voyager_lines(n, web):
+    sites = ["Allrecipes", "Amazon", "Apple", "ArXiv", "GitHub", "Google Flights", "Google Map", "Google Search",
+             "Huggingface", "Wolfram Alpha", "Cambridge Dictionary", "Coursera", "ESPN", "BBC News", "Booking"]
+    per = -(-n // len(sites))
+    rows = [{"web_name": s, "id": f"{s}--{i}", "ques": f"Question {i} about {s}: what is listed first?", "web": web}
+            for s in sites for i in range(per)][:n]
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def test_task_files_load_in_both_formats_and_refuse_bad_ones(tmp_path):
+    (tmp_path / "WebVoyager_data.jsonl").write_text(voyager_lines(643, "https://www.example.org/"))
+    r = subprocess.run([sys.executable, "-c", "from webmix.online import load_tasks; "
+                        "print(len(load_tasks('WebVoyager_data.jsonl', 'webvoyager')))"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "643", r.stderr[-2000:]
+    t = O.load_tasks(tmp_path / "WebVoyager_data.jsonl", "webvoyager")[20]
+    assert (t["task_id"], t["confirmed_task"], t["website"], t["level"]) == (t["id"], t["ques"], t["web"], t["web_name"])
+
+    om2w = [{"task_id": "a1", "confirmed_task": "Find a lamp.", "website": "https://shop.example/", "reference_length": 3, "level": "easy"},
+            {"task_id": "b2", "confirmed_task": "Find a desk.", "website": "https://shop.example/", "reference_length": 5, "level": "hard"}]
+    f = tmp_path / "om2w.json"
+    f.write_text(json.dumps(om2w, indent=1))
+    tasks = O.load_tasks(f, "om2w")
+    assert [x["task_id"] for x in tasks] == ["a1", "b2"] and tasks[1]["reference_length"] == 5 and tasks[1]["level"] == "hard"
+
+    def refusal(text, bench):
+        p = tmp_path / ("bad.json" if bench == "om2w" else "bad.jsonl")
+        p.write_text(text)
+        with pytest.raises(TaskFileError) as e: O.load_tasks(p, bench)
+        return str(e.value)
+    no_site = json.dumps(om2w[:1] + [{**om2w[1], "website": ""}], indent=1)
+    line = [i for i, l in enumerate(no_site.split("\n"), 1) if l == " {"][1]    # where the second task starts
+    assert refusal(no_site, "om2w") == f"{tmp_path / 'bad.json'}, line {line}: the task has no website"
+    assert "line 2: the task has no web" in refusal(voyager_lines(1, "https://a.example/") + '{"web_name": "A", "id": "A--1", "ques": "q"}\n', "webvoyager")
+    assert "line 2: not JSON" in refusal(voyager_lines(1, "https://a.example/") + "{oops\n", "webvoyager")
+    assert "line 1: web 'ftp://a.example/' is not an http(s) address" in refusal(voyager_lines(1, "ftp://a.example/"), "webvoyager")
+    assert "task_id '../up' cannot name a folder" in refusal(json.dumps([{**om2w[0], "task_id": "../up"}]), "om2w")
+    assert "is a JSON list of tasks" in refusal(json.dumps(om2w[0]), "om2w")
+    assert "no such task file" in str(pytest.raises(TaskFileError, O.load_tasks, tmp_path / "none.json").value)
+
+
+# ---- pacing across two real processes
+
+PACED = """
+import asyncio, json, sys, time
+from webmix.online import Pacer
+start_at, pace_dir, out = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+async def worker(rows):
+    pacer = Pacer(pace_dir, cooldown=0.4, poll=0.02)          # a Pacer of its own, as every episode has
+    for site in ["a.example", "b.example", "a.example", "b.example"]:
+        async with pacer.hold(site):
+            t0 = time.time(); await asyncio.sleep(0.25); rows.append([site, t0, time.time()])
+async def main():
+    time.sleep(max(0.0, start_at - time.time()))             # both processes start together, after their imports
+    rows = []
+    await asyncio.gather(worker(rows), worker(rows))          # two workers in each process too
+    json.dump(rows, open(out, "w"))
+asyncio.run(main())
+"""
+
+
+def test_two_processes_never_share_a_website_and_keep_its_cooldown(tmp_path):
+    start = time.time() + 10                                  # after both processes have imported webmix
+    procs = [subprocess.Popen([sys.executable, "-c", PACED, str(start), str(tmp_path / "pace"), str(tmp_path / f"p{i}.json")])
+             for i in range(2)]
+    for p in procs: assert p.wait(timeout=120) == 0
+    eps = [(site, t0, t1, i) for i in range(2) for site, t0, t1 in json.loads((tmp_path / f"p{i}.json").read_text())]
+    assert len(eps) == 16
+    for site in ("a.example", "b.example"):
+        mine = sorted(e for e in eps if e[0] == site)
+        assert {e[3] for e in mine} == {0, 1}                    # both processes ran episodes on it
+        for (_, _, end, _), (_, nxt, _, _) in zip(mine, mine[1:]):
+            assert nxt >= end + 0.4 - 0.05, (site, end, nxt)    # one at a time, and the cooldown between them
+
+
+# ---- `webmix online` end to end against the scripted stand-in
+
+def test_online_cli_writes_the_webjudge_layout_resumes_and_keeps_hints_out(tmp_path, base):
+    from webmix import harness as H
+    from webmix.policy import serve_policy
+    site = base + "/sites"
+    hints = {"shop-1": "PRIVILEGED-HINT-7 the lamp costs 42", "forum-1": "PRIVILEGED-HINT-9 thread one"}
+    om2w = [{"task_id": "shop-1", "confirmed_task": "Find the cheapest product in the shop.", "website": f"{site}/shop/products",
+             "reference_length": 4, "level": "easy", "hint": hints["shop-1"]},
+            {"task_id": "forum-1", "confirmed_task": "What is the newest thread about?", "website": f"{site}/forum/threads",
+             "reference_length": 6, "level": "medium", "hint": hints["forum-1"]}]
+    voyager = [{"web_name": "Shop", "id": "Shop--0", "ques": "How many orders are there?", "web": f"{site}/shop/orders"},
+               {"web_name": "Forum", "id": "Forum--0", "ques": "Who are the forum's members?", "web": f"{site}/forum/members"}]
+    (tmp_path / "om2w.json").write_text(json.dumps(om2w, indent=1))
+    (tmp_path / "wv.jsonl").write_text("".join(json.dumps(v) + "\n" for v in voyager))
+    pace = str(tmp_path / "pace")
+    with serve_policy(port=0, seed=1) as srv:
+        common = ["--arm", "base", "--model", "base", "--vllm", srv.base_url, "--pace-dir", pace]
+        runs = {"om2w": (tmp_path / "o1", ["--bench", "om2w", "--tasks", str(tmp_path / "om2w.json"), "--hint-field", "hint",
+                                           "--record-rows", "--workers", "2"]),
+                "webvoyager": (tmp_path / "o2", ["--bench", "webvoyager", "--tasks", str(tmp_path / "wv.jsonl"), "--workers", "1"])}
+        for bench, (out, args) in runs.items():
+            r = subprocess.run(["webmix", "online", *args, *common, "--out", str(out)], capture_output=True, text=True, timeout=600)
+            assert r.returncode == 0, r.stderr[-3000:]
+            assert "2 episodes this run" in r.stdout and re.search(r"done\s+all", r.stdout), r.stdout   # the status table
+        sent = json.dumps(srv.requests)
+        # a rerun skips the finished episodes (no browser starts)
+        out, args = runs["webvoyager"]
+        r = subprocess.run(["webmix", "online", *args, *common, "--out", str(out)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and "0 episodes this run" in r.stdout and "2 already done" in r.stdout, r.stdout + r.stderr[-2000:]
+        # one-line refusals, before any browser
+        assert "does not serve nope" in cli("online", "--tasks", str(tmp_path / "wv.jsonl"), "--bench", "webvoyager", "--arm", "base",
+                                            "--model", "nope", "--vllm", srv.base_url, "--out", str(tmp_path / "x"))
+    assert "no OpenAI-compatible server answers at http://127.0.0.1:9/v1" in cli(
+        "online", "--tasks", str(tmp_path / "wv.jsonl"), "--bench", "webvoyager", "--arm", "base", "--vllm", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "x"))
+    assert "line 2: not one JSON list (Extra data) (one JSON value a line is WebVoyager's format" in cli(     # read as Online-Mind2Web's
+        "online", "--tasks", str(tmp_path / "wv.jsonl"), "--bench", "om2w", "--arm", "base", "--out", str(tmp_path / "x"))
+    assert "options of --arm base" in cli("online", "--tasks", str(tmp_path / "wv.jsonl"), "--arm", "agent", "--record-rows", "--out", str(tmp_path / "x"))
+
+    assert all(h in sent for h in hints.values())                   # the hint reached the model while it acted
+    async def fresh(paths):
+        "Screenshots of these pages in a new browser."
+        shots = {}
+        async with H.browser(None) as bs:
+            for p in paths:
+                await H.goto(bs, base + p)
+                png = await bs.take_screenshot()
+                shots[p] = base64.b64decode(png) if isinstance(png, str) else png
+        return shots
+    homes = asyncio.run(fresh(["/sites/shop", "/sites/forum"]))
+    for bench, (out, _) in runs.items():
+        lines = [json.loads(l) for l in (out / "results.jsonl").read_text().splitlines()]
+        assert len(lines) == 2 and all(l["ok"] and l["status"] == "done" and l["bench"] == bench for l in lines)
+        assert [p for l in lines for p in F.problems("result_online", l)] == []
+        # the out folder holds task folders and plain files only; no staging or failed folder beside it
+        assert {p.name for p in out.iterdir() if p.is_dir()} == {l["task_id"] for l in lines}
+        assert {p.name for p in out.iterdir() if p.is_file() and not p.name.startswith(".")} == {"results.jsonl", "manifest.json"}
+        assert not O.staging_root(out).exists() and not O.failed_root(out).exists()
+        # one website at a time: every task is on this one MiniWeb server (the om2w run has two workers)
+        spans = sorted((l["started"], l["ended"]) for l in lines)
+        assert spans[1][0] >= spans[0][1], spans
+        episodes = load_published(out)
+        for tid, (result, shots) in episodes.items():
+            assert WEBJUDGE_KEYS <= set(result) and result["task_id"] == tid and result["status"] == "done"
+            assert F.problems("online_result", result) == []
+            task = next(t for t in om2w + voyager if tid in (t.get("task_id"), t.get("id")))
+            assert result["task"] == task.get("confirmed_task", task.get("ques"))
+            # the scripted stand-in's generic episode: scroll, open the first link (the site's name, to its home)
+            home = "/sites/" + ("shop" if "shop" in tid.lower() else "forum")
+            assert result["action_history"][0] == "SCROLL DOWN", result
+            assert re.fullmatch(rf'<a href="{home}"> \S.* -> CLICK', result["action_history"][1]), result
+            assert len(result["action_history"]) == 2 and result["final_result_response"].startswith("The page shows:")
+            assert len(result["thoughts"]) == 3 and not set(result["thoughts"]) & set(result["action_history"])
+            # one screenshot per step in step order, then the final page: the home page the click opened
+            assert [s.name for s in shots] == [f"{i}_full_screenshot.png" for i in range(4)]
+            assert differing(shots[0], shots[-1]) > 0.01                          # the start page is not the final one
+            assert differing(shots[-1], homes[home]) < 0.01, tid
+    # hints: in no row, no result.json, no saved history; the rows are the episode's steps
+    for tid, hint in hints.items():
+        ep = runs["om2w"][0] / tid
+        rows = (ep / "rows" / "rows.jsonl").read_text()
+        assert [json.loads(l)["op"] for l in rows.splitlines()] == ["scroll", "click", "done"]
+        assert (ep / "rows" / "step_0.png").exists()
+        for f in [ep / "result.json", ep / "rows" / "rows.jsonl", ep / "rows" / "episode.json", *ep.glob("history_*.json")]:
+            assert "PRIVILEGED-HINT" not in f.read_text(), f
+        assert om2w[0 if tid == "shop-1" else 1]["confirmed_task"] in rows
+    assert not any(json.loads(l)["hint_left"] for l in (runs["om2w"][0] / "results.jsonl").read_text().splitlines())
+
+
+# ---- a timed-out episode, and the planner agent, against scripted servers
+
+def test_a_timed_out_episode_keeps_its_steps_and_the_planner_agent_merges_its_turns(tmp_path, base):
+    from webmix.llm import ScriptedServer
+    from webmix.policy import ScriptedPolicy, agent_reply, history_marks, request_text
+    policy, release = ScriptedPolicy(seed=1), threading.Event()
+
+    def slow(body):
+        "The stand-in, stuck on the episode's second step (one step of its in the history) until the test ends."
+        if history_marks(request_text(body) or ""): release.wait(120)
+        return policy.respond(body)
+
+    def planner(body):
+        "A scripted planner: one delegation, then done."
+        text = request_text(body)
+        if text is None: return policy.respond(body)
+        if not any(v == "plan" for v, _, _ in history_marks(text)):
+            return agent_reply(body, "delegate", {"family": "Navigation", "instruction": "Open the first link on the page."},
+                               "Starting.", "Delegating the step.", "Delegate opening the link.", "plan 1")
+        return agent_reply(body, "done", {"text": "The shop's home page is open.", "success": True},
+                           "The specialist opened it.", "All done.", "Report the result.", "plan 2")
+
+    tasks = [{"task_id": "slow-1", "confirmed_task": "Look at the products.", "website": f"{base}/sites/shop/products", "level": "easy"}]
+    with ScriptedServer({"base": slow, "planner": planner, "rest": policy.respond}) as srv:
+        try:
+            run = O.run_online(tasks, tmp_path / "slow", model="base", vllm=srv.base_url, timeout=30, workers=1,
+                               pace_dir=tmp_path / "pace", progress=False)
+        finally: release.set()
+        agent = O.run_online(tasks, tmp_path / "agent", arm="agent", agent_version="v7", model="base", planner_name="planner",
+                             adapters=["rest"], fallback=None, vllm=srv.base_url, workers=1, pace_dir=tmp_path / "pace", progress=False)
+    (line,) = run.results
+    assert line["status"] == "timeout" and not line["ok"] and line["cause"] == "timeout after 30s"
+    (result, shots), = load_published(tmp_path / "slow").values()
+    assert result["status"] == "timeout" and result["error"] == "timeout after 30s" and result["final_result_response"] == ""
+    assert result["action_history"] == ["SCROLL DOWN"] and len(shots) == 2 == line["screenshots"]   # the step taken, then the page it left
+    assert (tmp_path / "slow" / "slow-1" / "history_0.json").exists()
+
+    (line,) = agent.results
+    assert line["ok"] and line["status"] == "done" and line["answer"] == "The shop's home page is open."
+    (result, shots), = load_published(tmp_path / "agent").values()
+    # the specialist's actions, not the planner's delegate; the planner's turns first and last, by start time
+    assert result["action_history"][0] == "SCROLL DOWN" and result["action_history"][1].endswith(" -> CLICK")
+    assert not any("DELEGATE" in a for a in result["action_history"])
+    assert result["thoughts"][0] == "Delegate opening the link." and result["thoughts"][-1] == "Report the result."
+    assert len(shots) == len(result["thoughts"]) + 1                                # every step's screenshot, then the final page
+    ep = tmp_path / "agent" / "slow-1"
+    assert (ep / "planner_history.json").exists() and (ep / "history_0.json").exists()
+    assert json.loads((ep / "subtasks.json").read_text())["trace"][0]["model"] == "rest"
