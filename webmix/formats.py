@@ -25,9 +25,14 @@ KINDS = {
     "plan_row": "one planner training row: a line of <out>/<chain id>/rows.jsonl",
     "step_row": "one agent step's training row: a line of an evaluation episode's rows.jsonl (or rows/rows.jsonl)",
     "manifest": "what produced a run folder: <run>/manifest.json",
+    "sft_record": "one supervised fine-tuning record: a line of export_sft's <out>/train.jsonl",
+    "online_result": "an online benchmark episode: <out>/<task_id>/result.json (the layout WebJudge reads)",
+    "result_online": "one line of an online benchmark run's <out>/results.jsonl (one episode)",
     "proposed_task": "a proposed task: a line of a taskgen tasks file",
     "judge_record": "a judge's verdict on one episode: <run>_judge/<task_id>.json (taskgen) or <dir>_webjudge/<task_id>.json",
     "taskgen_report": "what `webmix taskgen rows` selected: <rows>/_report.json",
+    "judge_summary": "a judge pass's summary: <run>_judge/_summary.json or <dir>_webjudge/_summary.json",
+    "judge_error": "an episode a judge could not judge: a line of <run>_judge/errors.jsonl",
 }
 
 # %% ../nbs/00b_formats.ipynb #90f03b4a

@@ -1,0 +1,211 @@
+"""webmix.taskgen and webmix.judge end to end: tasks proposed by the scripted proposer, attempted by evaluation's base
+arm against the scripted policy in Chromium (with human-style tasks of the training sites beside them, whose verifier grades are the truth),
+judged by the scripted judges through the real openai and google-genai clients (faults, retries, the cache, a SIGKILL),
+validated against the verifiers, and selected as rows up to a budget."""
+import contextlib, io, json, os, shutil, signal, subprocess, sys, time
+
+import pytest
+
+from webmix import formats, llm
+from webmix import judge as J
+from webmix import taskgen as T
+from webmix.cli import main as cli
+from webmix.evaluate import human_tasks, load_tasks, run_evaluate
+from webmix.miniweb import free_ports
+from webmix.policy import serve_policy
+
+HUMAN_IDS = ("start-board-card", "export-budget-outdoor-gear", "second-page-top-poster", "count-short-available-books")
+HUMAN = len(HUMAN_IDS)                        # human-style episodes beside the proposed ones: the validation set
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    "An evaluation run of 4 proposed tasks (shop, kanban) and 4 human-style ones, on the scripted policy, rows recorded."
+    d = tmp_path_factory.mktemp("tg")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = cli(["taskgen", "propose", "--out", str(d / "tasks.jsonl"), "--sites", "shop,kanban", "--per-site", "2"])
+    proposed = load_tasks(d / "tasks.jsonl")
+    humans = [t for t in human_tasks("train") if t["task_id"] in HUMAN_IDS]    # training sites, short scripts
+    with serve_policy(port=free_ports(1)[0], faults={"premature": 0.3}, seed=3) as pol:
+        run_evaluate(proposed + humans, d / "run", vllm=pol.base_url, record_rows=True, workers=2, ports=free_ports(2),
+                     progress=False)
+    return {"dir": d, "run": d / "run", "code": code, "stdout": buf.getvalue(), "proposed": proposed, "humans": humans}
+
+
+def test_propose_writes_tasks_evaluation_runs(run):
+    assert run["code"] == 0
+    first = run["stdout"].splitlines()[0]
+    assert first.startswith("no model server named") and "stand-ins" in first and "real model" in first
+    lines = T.read_jsonl(run["dir"] / "tasks.jsonl")
+    assert len(lines) == 4 and {t["site"] for t in lines} == {"shop", "kanban"}
+    for t in lines:
+        assert formats.problems("proposed_task", t) == []
+        assert t["start_path"] == f"/sites/{t['site']}/" and t["proposer"] == T.STAND_IN
+    # resumable by site: a rerun with one more site proposes for that site only
+    counts = T.propose(run["dir"] / "tasks.jsonl", sites=["shop", "kanban", "hr"], per_site=2, say=lambda *_: None)
+    assert counts == {"hr": 2} and len(T.read_jsonl(run["dir"] / "tasks.jsonl")) == 6
+    # every episode ran, the proposed ones pending the judge with their rows
+    res = {r["task_id"]: r for r in T.runs.latest(T.runs.read_results(run["run"])).values()}
+    assert len(res) == 4 + HUMAN
+    for t in run["proposed"]:
+        r, ep = res[t["task_id"]], run["run"] / t["task_id"]
+        assert r["ok"] is False and r["kind"] == "proposed" and "pending: judge" in r["detail"], r
+        assert (ep / "rows" / "rows.jsonl").exists() and (ep / "grade_inputs.json").exists()
+        assert json.loads((ep / "episode.json").read_text())["instruction"] == t["instruction"]
+
+
+def test_judge_evidence_faults_retries_cache_and_gemini(run, tmp_path):
+    rdir = run["run"]
+    eps = T.run_episodes(rdir)
+    keys = [k for k, *_ in eps]
+    humans = [t["task_id"] for t in run["humans"]]
+    flaky, broken = run["proposed"][0]["task_id"], run["proposed"][1]["task_id"]
+    verdicts = {k: ("SUCCESS" if i % 2 == 0 else "NOT SUCCESS") for i, k in enumerate(humans)}
+    judge = T.ScriptedJudge(seed=5, verdicts=verdicts, delay=5.0,
+                            faults={flaky: ["http500", "malformed"],        # the openai client itself retries a timeout twice
+                                    broken: ["timeout"] * 3 + ["http500", "malformed"]})
+    with llm.ScriptedServer(judge) as srv:
+        spec = T.model_spec("scripted-judge", srv.base_url, timeout=2.5)
+        s = T.judge_run(rdir, spec, workers=3, progress=False, say=lambda *_: None)
+        # the broken episode failed three times: an error line, no verdict, not counted
+        assert s["errors"] == 1 and s["not_judged"] == [broken] and s["judged"] == len(keys) - 1, (s, judge.requests)
+        jdir = T.judge_dir(rdir)
+        assert not (jdir / f"{broken}.json").exists()
+        err = T.read_jsonl(jdir / "errors.jsonl")
+        assert [e["task_id"] for e in err] == [broken] and "try 3" in err[0]["error"]
+        assert formats.check_jsonl("judge_error", jdir / "errors.jsonl") == []
+        assert formats.problems("judge_summary", json.loads((jdir / "_summary.json").read_text())) == []
+        assert "Timeout" in err[0]["error"] and "500" in err[0]["error"] and "no verdict" in err[0]["error"]
+        rec = json.loads((jdir / f"{flaky}.json").read_text())
+        assert rec["tries"] == 3 and formats.problems("judge_record", rec) == []
+        for k in humans: assert json.loads((jdir / f"{k}.json").read_text())["verdict"] == verdicts[k]
+        # the prompt carries the backend evidence: the session's requests and data changes, and the screenshots
+        req = next(r for r in srv.requests if isinstance(r, dict) and T.episode_of(T.user_text(r)) == humans[0])
+        text, g = T.user_text(req), json.loads((rdir / humans[0] / "grade_inputs.json").read_text())
+        logged = [e for e in g["log"] if not T.SKIP_PATH.search(e["path"])]
+        assert logged and f"{logged[-1]['method']} {logged[-1]['path']}" in text.split("SERVER REQUESTS")[1]
+        assert T.fmt_changes(g["changes"]) in text and T.image_count(req) == len(T.shot_paths(rdir / humans[0])) >= 2
+        # a rerun judges only the episode without a verdict: every other one is cached
+        before = len(judge.requests)
+        s2 = T.judge_run(rdir, spec, workers=3, progress=False, say=lambda *_: None)
+        assert judge.requests[before:] == [broken] and s2["errors"] == 0 and s2["judged"] == len(keys)
+    # the Gemini route: google-genai pointed at the scripted server
+    gem = T.ScriptedJudge(seed=5)
+    with llm.ScriptedServer(gem) as srv, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GOOGLE_GEMINI_BASE_URL", srv.root)
+        mp.setenv("GEMINI_API_KEY", "test-key")
+        s = T.judge_run(rdir, T.model_spec("gemini-3.5-flash"), workers=2, out=tmp_path / "gem", progress=False,
+                        say=lambda *_: None)
+        assert s["judged"] == len(keys) and all("gemini" in r for r in srv.requests[0:1] if isinstance(r, dict))
+        assert json.loads((tmp_path / "gem" / f"{keys[0]}.json").read_text())["model"] == "gemini-3.5-flash"
+
+
+def test_validate_matches_a_hand_computed_confusion_matrix(run):
+    jdir = T.judge_dir(run["run"])
+    if not jdir.exists(): pytest.skip("needs the judge test's records")
+    truth = {r["task_id"]: bool(r["ok"]) for r in T.runs.latest(T.runs.read_results(run["run"])).values() if r["kind"] == "human"}
+    said = {k: json.loads((jdir / f"{k}.json").read_text())["predicted_label"] == 1 for k in truth}
+    tp = sum(truth[k] and said[k] for k in truth); tn = sum(not truth[k] and not said[k] for k in truth)
+    fp = sum(said[k] and not truth[k] for k in truth); fn = sum(truth[k] and not said[k] for k in truth)
+    pairs, table = T.compare(run["run"], jdir)
+    a = table.iloc[0]
+    assert (a.tp, a.fp, a.fn, a.tn, a.episodes) == (tp, fp, fn, tn, HUMAN)
+    assert a.agreement == round((tp + tn) / HUMAN, 4)
+    assert a.precision == (round(tp / (tp + fp), 4) if tp + fp else None)
+    assert set(pairs.task_id) == set(truth)                          # proposed episodes have no verifier: left out
+    by_site = table[table.by == "site"]
+    assert by_site.episodes.sum() == HUMAN and set(by_site.group) == {t["site"] for t in run["humans"]}
+    fig = T.validation_figure(pairs, table)
+    assert fig.data[0].z[0][0] == tp and fig.data[0].z[1][1] == tn
+
+
+def test_webjudge_on_miniweb_episodes_in_the_online_layout(run):
+    online = J.as_online(run["run"])
+    assert sorted(p.name for p in online.iterdir()) == sorted(k for k, *_ in T.run_episodes(run["run"]))
+    wj = J.ScriptedWebJudge(seed=2)
+    handlers = {"webjudge_key_points": wj.key_points, "webjudge_screenshot": wj.screenshot, "webjudge_outcome": wj.outcome}
+    with llm.ScriptedServer(lambda r: T.stand_in_reply(r, **handlers)) as srv:
+        s = J.webjudge_run(online, T.model_spec("scripted-webjudge", srv.base_url), workers=1, progress=False, say=lambda *_: None)
+    out = T.judge_dir(online, "webjudge")
+    assert out.parent == online.parent and not any(p.is_dir() for p in out.iterdir())   # beside the folder, plain files
+    assert s["judged"] == s["episodes"] == 4 + HUMAN and s["errors"] == 0
+    # per episode: one key-point call, one call per screenshot, then the outcome with the screenshots scored >= 3
+    calls, i = wj.requests, 0
+    for key, ep in J.online_episodes(online):
+        n = len(J.read_online_episode(ep)["shots"])
+        assert n >= 2
+    kinds = [k for k, _ in calls]
+    assert kinds.count("key_points") == kinds.count("outcome") == 4 + HUMAN
+    while i < len(calls):
+        assert calls[i][0] == "key_points"
+        j = i + 1
+        while calls[j][0] == "screenshot": j += 1
+        assert calls[j] == ("outcome", sum(score >= 3 for _, score in calls[i + 1:j]))
+        i = j + 1
+    for f in out.glob("*.json"):
+        if f.name.startswith("_"): continue
+        rec = json.loads(f.read_text())
+        assert formats.problems("judge_record", rec) == [] and rec["method"] == "webjudge"
+        assert rec["chosen"] == [x["image"] for x in rec["scores"] if x["score"] >= 3]
+    pairs, table = T.compare(run["run"], out)
+    assert table.iloc[0].episodes == HUMAN
+    # the command on an online output folder, no model server named: the stand-ins, one verdict file per episode
+    copy = online.with_name("copy")
+    shutil.copytree(online, copy)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf): assert cli(["judge", "--method", "webjudge", str(copy)]) == 0
+    assert buf.getvalue().startswith("no model server named")
+    assert sorted(f.stem for f in copy.with_name("copy_webjudge").glob("*.json") if not f.name.startswith("_")) == \
+           sorted(p.name for p in copy.iterdir())
+
+
+def test_rows_budget_interleaving_and_schema(run, tmp_path):
+    jdir = T.judge_dir(run["run"])
+    if not jdir.exists(): pytest.skip("needs the judge test's records")
+    wins = [t["task_id"] for t in run["proposed"] if json.loads((jdir / f"{t['task_id']}.json").read_text())["predicted_label"]]
+    steps = {k: len(T.read_jsonl(run["run"] / k / "rows" / "rows.jsonl")) for k in wins}
+    assert wins and all(steps.values())
+    order = T.interleave([t["task_id"] for t in run["proposed"]], T.site_of_task)
+    assert [T.site_of_task(k) for k in order] == ["kanban", "shop", "kanban", "shop"]      # sites take turns
+    # a budget that is every success's steps: all kept, exactly
+    total = sum(steps.values())
+    tasks = run["dir"] / "tasks.jsonl"                    # the task order (the run's own is the order episodes ended)
+    rep = T.select_rows(run["run"], tmp_path / "all", total, tasks, say=lambda *_: None)
+    assert rep["selected_rows"] == total and rep["short_by"] == 0 and rep["selected"] == [k for k in order if k in wins]
+    assert formats.problems("taskgen_report", rep) == [] and rep["invalid"] == []
+    for k in rep["selected"]:
+        assert formats.check_jsonl("step_row", tmp_path / "all" / k / "rows.jsonl") == []
+        assert sorted(p.name for p in (tmp_path / "all" / k).glob("step_*.png")) and (tmp_path / "all" / k / "episode.json").exists()
+    # one step short of that: whole episodes only, never over the budget, the walk goes on past one that does not fit
+    rep = T.select_rows(run["run"], tmp_path / "all", total - 1, tasks, say=lambda *_: None)
+    assert rep["selected_rows"] <= total - 1 and rep["selected_rows"] == sum(steps[k] for k in rep["selected"])
+    assert len(rep["selected"]) == len(wins) - 1
+    assert sorted(p.name for p in (tmp_path / "all").iterdir() if p.is_dir()) == sorted(rep["selected"])   # replaced
+    # the CLI: a bad run folder is one clear line
+    with pytest.raises(SystemExit, match="no such run folder"):
+        cli(["taskgen", "rows", str(tmp_path / "nope"), "--out", str(tmp_path / "x")])
+
+
+def test_sigkill_during_judge_then_rerun_judges_no_episode_twice(run, tmp_path):
+    rdir = tmp_path / "run"
+    shutil.copytree(run["run"], rdir, ignore=shutil.ignore_patterns("rows", "history.json"))
+    keys = [k for k, *_ in T.run_episodes(rdir)]
+    slow = T.ScriptedJudge(seed=1, delay=1.0, faults={k: ["timeout"] for k in keys})   # every first answer takes 1 s
+    with llm.ScriptedServer(slow) as srv:
+        code = (f"import sys; from webmix.cli import main; sys.exit(main(['taskgen', 'judge', {str(rdir)!r}, '--base-url', "
+                f"{srv.base_url!r}, '--model', 'scripted-judge', '--workers', '1']))")
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        jdir = T.judge_dir(rdir)
+        t0 = time.time()
+        while time.time() - t0 < 120 and len([f for f in jdir.glob("*.json") if not f.name.startswith("_")]) < 2 and p.poll() is None:
+            time.sleep(0.1)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        judged = {f.stem for f in jdir.glob("*.json") if not f.name.startswith("_")}
+        assert 2 <= len(judged) < len(keys)
+        before = len(slow.requests)
+        s = T.judge_run(rdir, T.model_spec("scripted-judge", srv.base_url), workers=2, progress=False, say=lambda *_: None)
+        again = set(slow.requests[before:])
+    assert s["judged"] == len(keys) and s["errors"] == 0
+    assert not again & judged and again == set(keys) - judged

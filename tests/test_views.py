@@ -1,0 +1,268 @@
+"""webmix.views on episodes the real runners wrote (datagen on the shop, one plan-data chain, one evaluation episode
+against the scripted stand-in policy), a malformed folder, the SFT export, verdicts, dashboards, and the EpisodeViewer
+live in JupyterLab, driven in Chromium."""
+import json, os, shutil, signal, subprocess, sys, time, urllib.request
+from pathlib import Path
+
+import pytest
+
+from webmix import views as V
+from webmix.miniweb import free_ports
+from webmix import runs
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def episodes(tmp_path_factory):
+    "A few episodes of each kind the runners write today, made by the runners themselves."
+    from webmix.datagen import run_datagen
+    from webmix.tasks import all_tasks
+    from webmix import plan_data as P, evaluate as E
+    from webmix.pool import pool_items
+    from webmix.policy import serve_policy
+    root = tmp_path_factory.mktemp("views")
+    pick = ("count_entries", "filter_by_dropdown", "open_menu_item", "navigate_home", "search_by_text")
+    tasks = [t for t in all_tasks(["shop"], None, 1, 0) if t["macro"] in pick][:5]
+    run_datagen(root / "runs" / "dg", tasks=tasks, workers=2, ports=tuple(free_ports(2)), progress=False)
+    P.run_plan_data(out=root / "plan", chains=1, seed=3, workers=1, ports=free_ports(1),
+                    items=pool_items(None, runs=root / "runs"), progress=False)
+    human = [t for t in E.human_tasks("test") if t["task_id"] == "review-music-course"]
+    with serve_policy(port=0, seed=1) as srv:
+        E.run_evaluate(human, root / "eval", arm="oracle", vllm=srv.base_url, adapters=["drag", "io", "select", "rest"],
+                       record_rows=True, workers=1, progress=False)
+    return {"root": root, "dg": root / "runs" / "dg", "plan": root / "plan", "eval": root / "eval"}
+
+
+def _dirs(run):
+    return [e["path"] for e in V.find_episodes(run)]
+
+
+def test_each_kind_of_episode_steps_with_screens_actions_and_verdicts(episodes):
+    dg, plan, ev = episodes["dg"], episodes["plan"], episodes["eval"]
+    # datagen: steps from trajectory.json, step_N.png before and step_N+1.png after, the gate's verdict
+    kept = sorted((dg / "accepted").iterdir())
+    assert kept, "datagen kept nothing"
+    e = V.load_episode(kept[0])
+    traj = json.loads((kept[0] / "trajectory.json").read_text())
+    assert e.kind == "datagen" and len(e.steps) == len(traj["steps"]) and e.verdict["ok"] is True
+    assert e.steps[0].before.name == "step_1.png" and (len(e.steps) == 1 or e.steps[0].after.name == "step_2.png")
+    assert e.steps[0].memory == traj["steps"][0]["memory"] and e.box_note      # no box recorded: said so
+    # a planner chain: one step per row, each with its screenshot, the reply as the raw target
+    chain = next(p for p in _dirs(plan))
+    c = V.load_episode(chain)
+    rows = [json.loads(l) for l in (chain / "rows.jsonl").read_text().splitlines()]
+    assert c.kind == "chain" and len(c.steps) == len(rows) and all(s.before and s.before.is_file() for s in c.steps)
+    assert [s.reply for s in c.steps] == [r["target"] for r in rows] and c.verdict is not None
+    # an evaluation episode: the clicked element's box, the backend's requests split over the steps, models by step
+    key = next(p for p in _dirs(ev))
+    x = V.load_episode(key)
+    line = runs.latest(runs.read_results(ev))[key.name]
+    assert x.kind == "evaluation" and x.verdict["ok"] == line["ok"] and x.verdict["detail"] == line["detail"]
+    assert any(s.box for s in x.steps), "no click with a box"
+    assert any(s.backend.get("requests") for s in x.steps) and all(s.model for s in x.steps)
+    g = json.loads((key / "grade_inputs.json").read_text())
+    assert sum(len(s.backend.get("requests", [])) for s in x.steps) <= len(g["log"])
+    # the widget: the slider moves the step shown; the static form carries the screenshots and its own stepper
+    for path, ep in ((kept[0], e), (chain, c), (key, x)):
+        v = V.EpisodeViewer(path)
+        sv = v.children[0]
+        assert v.error is None and sv.slider.max == len(ep.steps) and "data:image/jpeg;base64," in sv.screens.value
+        first = sv.details.value
+        if len(ep.steps) > 1:
+            sv.next.click()
+            assert sv.slider.value == 2 and sv.details.value != first and V.esc(ep.steps[1].action) in sv.details.value
+        html = v._repr_mimebundle_()["text/html"]
+        assert "type='range'" in html and html.count("data:image/jpeg;base64,") >= 1
+    # a folder of episodes: a list with filters
+    run = V.EpisodeViewer(dg)
+    assert len(run.episodes) == len(list((dg / "accepted").iterdir())) + len(list((dg / "rejected").glob("*"))
+                                                                              if (dg / "rejected").exists() else [])
+    macro = run.episodes[0]["macro"]
+    run.filters["macro"].value = macro
+    assert run.pick.options and all(e["macro"] == macro for e in run.matching())
+    assert run.episode is not None and run.episode.macro == macro
+
+
+def test_online_layout_episodes(episodes):
+    "The online layout (result.json + trajectory/<i>_full_screenshot.png), as webmix.judge writes it from an evaluation run."
+    J = pytest.importorskip("webmix.judge")
+    online = J.as_online(episodes["eval"])
+    eps = V.find_episodes(online)
+    assert eps and all(e["kind"] == "online" for e in eps)
+    e = V.load_episode(eps[0]["path"])
+    r = json.loads((eps[0]["path"] / "result.json").read_text())
+    assert len(e.steps) == len(r["action_history"]) and e.instruction == r["task"]
+    assert e.steps[0].before.name == "0_full_screenshot.png" and e.steps[0].after.name == "1_full_screenshot.png"
+    assert [s.action for s in e.steps] == r["action_history"] and e.verdict["answer"] == r["final_result_response"]
+    v = V.EpisodeViewer(eps[0]["path"])
+    assert v.error is None and "data:image/jpeg" in v.children[0].screens.value
+
+
+def test_malformed_folders_and_paths_outside_the_run_say_one_line(episodes, tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "trajectory.json").write_text('{"steps": [')
+    (tmp_path / "empty").mkdir()
+    for path, words in ((bad, "trajectory.json: not valid JSON"), (tmp_path / "empty", "no episode folders"),
+                        (tmp_path / "missing", "no such folder")):
+        v = V.EpisodeViewer(path)
+        assert v.error and words in v.error and "\n" not in v.error, v.error
+        assert "wm-error" in v._repr_mimebundle_()["text/html"]
+    with pytest.raises(V.ViewError) as ex:
+        V.load_episode(bad)
+    assert ex.value._render_traceback_() == [f"ViewError: {ex.value}"]      # IPython shows this line, no traceback
+    # a row that names a file outside its folder, and a screenshot that is a symlink out of it
+    chain = _dirs(episodes["plan"])[0]
+    copy = tmp_path / "run" / chain.name
+    shutil.copytree(chain, copy)
+    lines = (copy / "rows.jsonl").read_text().replace('"url": "step_0.png"', '"url": "../../secret.png"')
+    (copy / "rows.jsonl").write_text(lines)
+    assert "outside the run folder" in V.EpisodeViewer(copy).error
+    dg = sorted((episodes["dg"] / "accepted").iterdir())[0]
+    sneaky = tmp_path / "run2" / dg.name
+    shutil.copytree(dg, sneaky)
+    (sneaky / "step_1.png").unlink()
+    (sneaky / "step_1.png").symlink_to(dg / "step_1.png")
+    assert "outside the run folder" in V.EpisodeViewer(sneaky).error
+    assert "outside the run folder" in V.EpisodeViewer(dg, root=tmp_path).error
+    with pytest.raises(V.ViewError, match="no rows.jsonl"):
+        V.export_sft(tmp_path / "run2", tmp_path / "out")
+
+
+def _parts(content):
+    return [{"type": "text", "text": content}] if not isinstance(content, list) else content
+
+
+def test_rows_inspector_and_export_sft_round_trip(episodes, tmp_path):
+    import datasets
+    plan, ev = episodes["plan"], episodes["eval"]
+    ri = V.RowsInspector(ev)
+    src = [json.loads(l) for f in sorted(ev.rglob("rows.jsonl")) for l in f.read_text().splitlines()]
+    assert ri.error is None and len(ri.df) == len(src) and set(ri.df["op"]) >= {"click", "done"}
+    ri.filters["op"].value = "click"
+    assert len(ri.filtered()) == (ri.df["op"] == "click").sum() and "<img src='data:image/jpeg" in ri.view.value
+    fig = V.counts_figure(ri.df)
+    assert sum(sum(t.y) for t in fig.data) == len(src)
+    for rows_dir in (plan, ev):
+        originals = [(json.loads(l), f.parent) for f in sorted(rows_dir.rglob("rows.jsonl")) for l in f.read_text().splitlines()]
+        # OpenAI chat JSONL: a plain reader gets the messages back, images beside it with the same bytes
+        out = V.export_sft(rows_dir, tmp_path / f"oa-{rows_dir.name}")
+        recs = [json.loads(l) for l in out.read_text().splitlines()]
+        assert len(recs) == len(originals)
+        for rec, (row, d) in zip(recs, originals):
+            assert rec["messages"][-1] == {"role": "assistant", "content": row["target"]}
+            for got, want in zip(rec["messages"][:-1], row["messages"], strict=True):
+                for p, q in zip(_parts(got["content"]), _parts(want["content"]), strict=True):
+                    if q.get("type") == "image_url":
+                        assert (out.parent / p["image_url"]["url"]).read_bytes() == (d / q["image_url"]["url"]).read_bytes()
+                    else: assert p == q
+        # a Hugging Face dataset on disk: the same rows, images embedded, messages back as they were
+        hf = datasets.load_from_disk(str(V.export_sft(rows_dir, tmp_path / f"hf-{rows_dir.name}", format="hf")))
+        assert len(hf) == len(originals)
+        raw = hf.cast_column("images", datasets.Sequence(datasets.Image(decode=False)))
+        for i, (row, d) in enumerate(originals):
+            want = [{"role": m["role"], "content": _parts(m["content"])} for m in row["messages"]]
+            want.append({"role": "assistant", "content": [{"type": "text", "text": row["target"]}]})
+            assert V.messages_from_hf(hf[i]) == want
+            names = hf[i]["image_names"]
+            assert [im["bytes"] for im in raw[i]["images"]] == [(d / n).read_bytes() for n in names]
+        from PIL import Image
+        first, d0 = originals[0][0], originals[0][1]
+        assert hf[0]["images"][0].size == Image.open(d0 / hf[0]["image_names"][0]).size and hf[0]["task_id"] == first["task_id"]
+    # the CLI: the same export, and a one-line refusal of a folder without rows
+    p = subprocess.run(["webmix", "export-sft", str(plan), str(tmp_path / "cli")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and (tmp_path / "cli" / "train.jsonl").read_text() == (tmp_path / "oa-plan" / "train.jsonl").read_text()
+    p = subprocess.run(["webmix", "export-sft", str(tmp_path / "cli"), str(tmp_path / "x")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and "no rows.jsonl" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_verdicts_beside_the_backend_and_the_run_dashboard(episodes):
+    T = pytest.importorskip("webmix.taskgen")
+    ev, dg = episodes["eval"], episodes["dg"]
+    truth = runs.latest(runs.read_results(ev))
+    T.judge_run(ev, spec=None, workers=1, progress=False, say=lambda *a: None)     # the judge's scripted stand-ins
+    jd = T.judge_dir(ev)
+    recs = {f.stem: json.loads(f.read_text()) for f in jd.glob("*.json") if not f.name.startswith("_")}
+    vi = V.VerdictInspector(ev)
+    assert vi.error is None and dict(zip(vi.df["task_id"], vi.df["judged"])) == {k: r["predicted_label"] for k, r in recs.items()}
+    assert list(vi.df["agree"]) == [bool(r["predicted_label"]) == truth[k]["ok"] for k, r in recs.items()]
+    # a judge that errs on one episode (its record's label flipped): the disagreement is listed with both sides
+    tid = next(iter(recs))
+    (jd / f"{tid}.json").write_text(json.dumps({**recs[tid], "predicted_label": int(not truth[tid]["ok"])}))
+    vi = V.VerdictInspector(ev)
+    assert tid in vi.pick.options and int(V.confusion(vi.df).values.sum()) == len(recs)
+    row = vi.df[vi.df["task_id"] == tid].iloc[0]
+    assert row["reasons"] and V.esc(row["reasons"])[:40] in vi.side.value
+    assert V.esc(truth[tid]["detail"])[:40] in vi.side.value and "GET /sites/" in vi.side.value
+    vi.open_episode(tid)
+    assert vi.episode.children[0].error is None and vi.episode.children[0].episode.id
+    assert "no verdict folder" in V.VerdictInspector(dg).error
+    for run in (ev, dg):
+        figs = V.run_dashboard(run)
+        assert set(figs) >= {"success by arm x family", "success by site", "durations and steps", "failure causes"}
+        assert all(f.data for k, f in figs.items() if k != "failure causes")
+
+
+# ── in JupyterLab, in Chromium ───────────────────────────────────────────────
+
+def _wait_http(url, timeout=90):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except Exception: time.sleep(0.5)
+    raise TimeoutError(url)
+
+
+def test_episode_viewer_live_in_jupyterlab(episodes, tmp_path):
+    from playwright.sync_api import sync_playwright
+    ep = sorted((episodes["dg"] / "accepted").iterdir(), key=lambda p: -len(list(p.glob("step_*.png"))))[0]
+    steps = V.load_episode(ep).steps
+    assert len(steps) >= 2
+    nb = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "id": "c1",
+                     "source": f"from webmix.views import EpisodeViewer\nEpisodeViewer({str(ep)!r})"}],
+          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "viewer.ipynb").write_text(json.dumps(nb))
+    port, token = free_ports(1)[0], "webmix-test"
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "jrt"),
+           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "jset"), "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "jws")}
+    lab = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+                            f"--ServerApp.token={token}", f"--ServerApp.root_dir={tmp_path}", "--allow-root",
+                            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+                           env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "lab.log", "w"), start_new_session=True)
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/api/status?token={token}")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            outside = []
+            page.route("**/*", lambda r: (r.continue_() if r.request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+                                          else (outside.append(r.request.url), r.abort())))
+            page.goto(f"http://127.0.0.1:{port}/lab/tree/viewer.ipynb?token={token}")
+            page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=90_000)
+            # the kernel first: a cell run while the status bar still says "Connecting" can be lost
+            page.wait_for_function("() => /\\| Idle/.test(document.querySelector('.jp-StatusBar-Widget')?.innerText || '')",
+                                   timeout=120_000)
+            page.click(".jp-Notebook .jp-Cell .cm-content")
+            page.keyboard.press("Shift+Enter")
+            try: action = page.wait_for_selector(".jp-OutputArea .wm-action", timeout=120_000)
+            except Exception:
+                page.screenshot(path=str(tmp_path / "lab.png"))           # what the page showed, for the failure report
+                raise
+            img = page.locator(".jp-OutputArea figure img").first
+            first_action, first_src = action.inner_text(), img.get_attribute("src")
+            assert first_action == steps[0].action and first_src.startswith("data:image/jpeg")
+            page.focus(".jp-OutputArea .widget-slider .noUi-handle")       # the slider, moved by the keyboard
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function("(a) => document.querySelector('.jp-OutputArea .wm-action').innerText !== a",
+                                   arg=first_action, timeout=30_000)
+            assert page.locator(".jp-OutputArea .wm-action").inner_text() == steps[1].action
+            assert page.locator(".jp-OutputArea figure img").first.get_attribute("src") != first_src
+            assert page.locator(".jp-OutputArea .widget-readout").first.inner_text().strip() == "2"
+            browser.close()
+    finally:
+        os.killpg(lab.pid, signal.SIGTERM)
+        lab.wait(timeout=30)
