@@ -24,6 +24,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'webmix.agent.element_brief': ('agent.html#element_brief', 'webmix/agent.py'),
                               'webmix.agent.history_actions': ('agent.html#history_actions', 'webmix/agent.py'),
                               'webmix.agent.index_of': ('agent.html#index_of', 'webmix/agent.py'),
+                              'webmix.agent.item_actions': ('agent.html#item_actions', 'webmix/agent.py'),
                               'webmix.agent.outcome': ('agent.html#outcome', 'webmix/agent.py'),
                               'webmix.agent.page_now': ('agent.html#page_now', 'webmix/agent.py'),
                               'webmix.agent.planner_agent': ('agent.html#planner_agent', 'webmix/agent.py'),

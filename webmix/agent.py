@@ -6,8 +6,9 @@ the planner versions."""
 
 # %% auto #0
 __all__ = ['FAMILY_HINTS', 'DEFAULT_VERSION', 'VERSIONS', 'Family', 'DELEGATE_DOC', 'planner_prompt', 'element_brief',
-           'action_brief', 'history_actions', 'outcome', 'url_query', 'report', 'page_now', 'SessionAgent', 'Team',
-           'Delegate', 'planner_tools', 'planner_agent', 'SpecialistHistories', 'run_planner_agent', 'index_of']
+           'action_brief', 'item_actions', 'history_actions', 'outcome', 'url_query', 'report', 'page_now',
+           'SessionAgent', 'Team', 'Delegate', 'planner_tools', 'planner_agent', 'SpecialistHistories',
+           'run_planner_agent', 'index_of']
 
 # %% ../nbs/07_agent.ipynb #f285d3ae
 import json, time
@@ -93,20 +94,25 @@ def action_brief(name: str, params: dict, el=None) -> str:
     if name == "draw": return f"draw a stroke through {len(p.get('points') or [])} points"
     return f"{name} {short(json.dumps(p, ensure_ascii=False), 60)}".strip()
 
+def item_actions(item) -> list:
+    "(name, params, the element acted on or None, the result or None) of each action of one browser-use history item."
+    mo = item.model_output
+    if mo is None: return []
+    els, results = list(getattr(item.state, "interacted_element", None) or []), list(item.result or [])
+    out = []
+    for k, a in enumerate(mo.action or []):
+        d = a.model_dump(exclude_none=True)
+        name = next(iter(d), "")
+        out.append((name, d.get(name), els[k] if k < len(els) else None, results[k] if k < len(results) else None))
+    return out
+
 def history_actions(hist, limit: int = 8) -> list:
     "A specialist history's actions, briefly, `done` left out (its text is the final message); failed ones marked."
     out = []
     for item in getattr(hist, "history", None) or []:
-        mo = item.model_output
-        if mo is None: continue
-        els = list(getattr(item.state, "interacted_element", None) or [])
-        for k, a in enumerate(mo.action or []):
-            d = a.model_dump(exclude_none=True)
-            name = next(iter(d), "")
+        for name, params, el, res in item_actions(item):
             if not name or name == "done": continue
-            res = item.result[k] if k < len(item.result or []) else None
-            out.append(action_brief(name, d[name], els[k] if k < len(els) else None)
-                       + (" (failed)" if res is not None and res.error else ""))
+            out.append(action_brief(name, params, el) + (" (failed)" if res is not None and res.error else ""))
     if len(out) > limit: out = [f"{len(out) - limit + 1} earlier actions"] + out[-(limit - 1):]
     return out
 

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from . import runs
 from . import harness as H
-from .agent import DEFAULT_VERSION, VERSIONS
+from .agent import DEFAULT_VERSION, VERSIONS, item_actions
 from .config import data_dir, short
 from .evaluate import (DEFAULT_BASE_NAME, TaskFileError, check_server, episode_rows, final_screenshot, histories,
                              load_results, partial_history, record_requests, sub_model)
@@ -123,12 +123,9 @@ def trajectory(hists, planner=None) -> tuple:
         if path and Path(path).exists(): shots.append(path)
         mo = st.model_output
         if mo is None: continue
-        els = list(getattr(st.state, "interacted_element", None) or [])
-        for k, a in enumerate(mo.action or []):
-            d = a.model_dump(exclude_none=True)
-            name = next(iter(d), "")
+        for name, params, el, _ in item_actions(st):
             if name in NOT_ACTIONS or (is_planner and name in PLANNER_SKIP): continue
-            actions.append(action_line(name, d.get(name), els[k] if k < len(els) else None))
+            actions.append(action_line(name, params, el))
         thoughts.append(str(getattr(mo, "next_goal", None) or getattr(mo, "memory", None) or "")[:400])
     return actions, thoughts, shots
 
