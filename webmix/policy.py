@@ -62,7 +62,7 @@ def _rate(name, v) -> float:
     return float(v)
 
 def fault_table(faults) -> dict:
-    "{None: flat rates, model: its rates} from `faults`; ValueError naming what is wrong."
+    "{None: flat rates, model or family: its rates} from `faults`; ValueError naming what is wrong."
     table = {}
     for k, v in (faults or {}).items():
         if isinstance(v, dict):
@@ -70,12 +70,12 @@ def fault_table(faults) -> dict:
             if bad: raise ValueError(f"faults[{k!r}]: unknown fault kind(s) {sorted(bad)}; known: {', '.join(FAULT_KINDS)}")
             table[k] = {kk: _rate(f"{k}.{kk}", vv) for kk, vv in v.items()}
         elif k in FAULT_KINDS: table.setdefault(None, {})[k] = _rate(k, v)
-        else: raise ValueError(f"faults: {k!r} is neither a fault kind ({', '.join(FAULT_KINDS)}) nor a model with its own rates")
+        else: raise ValueError(f"faults: {k!r} is neither a fault kind ({', '.join(FAULT_KINDS)}) nor a model or family with its own rates")
     return table
 
-def fault_rates(table, model) -> dict:
-    "The rates of `model`: the flat ones, overridden by its own."
-    return {**table.get(None, {}), **table.get(model, {})}
+def fault_rates(table, model, family=None) -> dict:
+    "The rates of `model` on a step of `family`: the flat ones, overridden by the family's, then by the model's."
+    return {**table.get(None, {}), **table.get(family, {}), **table.get(model, {})}
 
 def draw(seed, task_id, model, kind, step, p) -> bool:
     "Whether a fault of `kind` happens at `step` (probability `p`), the same on every run with these arguments."
@@ -323,12 +323,13 @@ class Episode:
         self.policy, self.sol, self.body, self.text = policy, sol, body, text
         self.task, self.steps, self.items = sol["task"], sol["script"]["steps"], sol["items"]
         self.model = body.get("model")
-        self.rates = fault_rates(policy.faults, self.model)
         self.marks = history_marks(text)
         self.els, self.texts = parse_elements(text)
 
     def fault(self, kind, step) -> bool:
-        return draw(self.policy.seed, self.task["task_id"], self.model, kind, step, self.rates.get(kind, 0.0))
+        macro = self.task["macros"][step] if kind == "premature" else self.steps[step].get("macro", "")
+        rates = fault_rates(self.policy.faults, self.model, FAMILY_OF.get(str(macro).split("#")[0]))
+        return draw(self.policy.seed, self.task["task_id"], self.model, kind, step, rates.get(kind, 0.0))
 
     def cursor(self) -> int:
         if not self.marks: return 0
@@ -560,7 +561,7 @@ def serve_policy(port=8400, faults=None, seed=0, tasks_dir=None, models=MODELS, 
 
 # %% ../nbs/11a_policy.ipynb #2dc04612
 def parse_faults(text) -> dict:
-    "'premature=0.5,wrong_element=0.1' (every model), 'rest:premature=0.5' (one model) -> the faults dict; ValueError when malformed."
+    "'premature=0.5' (every model), 'rest:premature=0.5' (one model), 'Drag & gesture:skip_step=0.3' (one family) -> the faults dict."
     out = {}
     for part in (text or "").split(","):
         if not (part := part.strip()): continue
