@@ -105,7 +105,8 @@ def action_schemas(body) -> dict:
     deref = lambda s: defs.get(s["$ref"].rsplit("/", 1)[-1], {}) if isinstance(s, dict) and "$ref" in s else s
     action = deref((schema.get("properties") or {}).get("action") or {})
     out = {}
-    for item in deref(action.get("items") or {}).get("anyOf") or []:
+    items = deref(action.get("items") or {})
+    for item in items.get("anyOf") or [items]:          # one action offered (a last step's done): no union
         for name, params in (deref(item).get("properties") or {}).items(): out[name] = deref(params)
     return out
 
@@ -266,8 +267,9 @@ def agent_reply(body, action: str, params: dict, evaluation: str, memory: str, g
     schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
     actions = action_schemas(body)
     if actions and action not in actions:
-        action, params = "done", {"text": f"The scripted policy needs the action '{action}', which this agent does not offer.",
-                                  "success": False}
+        text = (f"Stopped at the step limit before: {goal}" if set(actions) == {"done"} else
+                f"The scripted policy needs the action '{action}', which this agent does not offer.")
+        action, params = "done", {"text": text, "success": False}
     fields = {"thinking": None, "evaluation_previous_goal": evaluation, "memory": f"{memory} [{MARK} {mark}]",
               "next_goal": goal, "current_plan_item": None, "plan_update": None,
               "action": [{action: _fill_defaults(params, actions.get(action))}]}
