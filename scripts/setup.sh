@@ -8,8 +8,10 @@ if ! command -v chromium >/dev/null 2>&1; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
-if ! python -c "import webmix, browser_use, nbdev, jupytext, pytest, ray" >/dev/null 2>&1 || [ pyproject.toml -nt .setup-done ]; then
+# .setup-done holds the hash of the pyproject.toml installed (nbdev rewrites the file unchanged, so not its mtime)
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if ! python -c "import webmix, browser_use, nbdev, jupytext, pytest, ray" >/dev/null 2>&1 || [ "$(cat .setup-done 2>/dev/null)" != "$want" ]; then
   echo "installing webmix and its dependencies ..."
   python -m pip install -q --disable-pip-version-check -e ".[dev]"
-  touch .setup-done
+  echo "$want" > .setup-done
 fi
