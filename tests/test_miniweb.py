@@ -1,4 +1,4 @@
-"""End-to-end tests of MiniWeb (issue 2's "Done means") against a live server.
+"""End-to-end tests of MiniWeb against a live server.
 
 Everything is driven by the sitemaps, so a new site spec is covered without touching this file.
 The seeded rows loaded in-process (same spec files, same fixed seed) are the oracle for what list pages,
