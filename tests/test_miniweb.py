@@ -1185,3 +1185,11 @@ def test_each_server_process_runs_on_one_cpu_of_its_own():
         assert all(requests.get(b + "/sites/shop", timeout=20).status_code == 200 for b in srv.bases)
     assert pinned == [[allowed[0]], [allowed[1 % len(allowed)]]], pinned
     assert sorted(os.sched_getaffinity(0)) == allowed                   # the caller itself is not pinned
+
+
+def test_a_data_folder_without_its_site_split_stops_the_server_at_once(tmp_path, monkeypatch, free_port):
+    "WEBMIX_DATA set to an empty folder: the server exits naming what is missing, instead of answering 500s."
+    from webmix.miniweb import Servers
+    monkeypatch.setenv("WEBMIX_DATA", str(tmp_path))
+    with pytest.raises(RuntimeError, match="no site split here"):
+        with Servers(ports=[free_port], timeout=30): pass

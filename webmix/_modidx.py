@@ -274,7 +274,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'webmix.evaluate.run_evaluate': ('evaluate.html#run_evaluate', 'webmix/evaluate.py'),
                                  'webmix.evaluate.run_summary': ('evaluate.html#run_summary', 'webmix/evaluate.py'),
                                  'webmix.evaluate.serve_cmd': ('evaluate.html#serve_cmd', 'webmix/evaluate.py'),
-                                 'webmix.evaluate.site_split': ('evaluate.html#site_split', 'webmix/evaluate.py'),
                                  'webmix.evaluate.step_op': ('evaluate.html#step_op', 'webmix/evaluate.py'),
                                  'webmix.evaluate.sub_model': ('evaluate.html#sub_model', 'webmix/evaluate.py'),
                                  'webmix.evaluate.success_table': ('evaluate.html#success_table', 'webmix/evaluate.py'),

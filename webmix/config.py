@@ -43,6 +43,9 @@ def extra_sites_dirs() -> list[Path]:
 # %% ../nbs/00_config.ipynb #c7463693
 @cache
 def _split(path: str) -> dict:
+    if not Path(path).is_file():          # e.g. WEBMIX_DATA set to a new, empty folder
+        raise FileNotFoundError(f"{path}: no site split here; the data folder ($WEBMIX_DATA) must hold the repository's "
+                                "data/ files (site_split.json, annotations/): copy them there")
     sp = json.loads(Path(path).read_text())
     both = set(sp["train"]) & set(sp["test"])
     if both: raise ValueError(f"{path}: sites in both train and test: {sorted(both)}")

@@ -6,8 +6,8 @@ done-gating, human-style and datagen tasks, grades from the backend, regrading, 
 # %% auto #0
 __all__ = ['ARMS', 'ADAPTER_OF_FAMILY', 'ADAPTERS', 'REASONING', 'MAX_GATES', 'TASK_FIELDS', 'ROW_FAMILY', 'UPLOAD_BYTES',
            'DEFAULT_BASE_NAME', 'family_of', 'family_plan', 'arm_models', 'sub_model', 'premature', 'router_note',
-           'gate_done', 'Routed', 'TaskFileError', 'load_tasks', 'site_split', 'human_tasks', 'app_directory',
-           'prepare_human', 'prepare_proposed', 'prepare', 'action_events', 'history_actions', 'grade', 'grade_inputs',
+           'gate_done', 'Routed', 'TaskFileError', 'load_tasks', 'human_tasks', 'app_directory', 'prepare_human',
+           'prepare_proposed', 'prepare', 'action_events', 'history_actions', 'grade', 'grade_inputs',
            'record_requests', 'write_rows', 'step_op', 'without_text', 'episode_rows', 'unit_key', 'unit_fields',
            'histories', 'partial_history', 'final_screenshot', 'episode_record', 'run_episode', 'eval_options',
            'run_evaluate', 'load_results', 'success_table', 'by_site', 'effort', 'run_summary', 'tally', 'regrade',
@@ -24,7 +24,7 @@ from urllib.request import ProxyHandler, build_opener
 from . import checks, runs
 from . import harness as H
 from .catalog import FAMILY_OF, NAV, REASON, SELECT, TEXT
-from .config import annotations_dir, data_dir
+from .config import annotations_dir, data_dir, site_split
 
 # %% ../nbs/11_evaluate.ipynb #d81b7c09
 ARMS = ("base", "pooled", "oracle", "agent_planner")
@@ -131,8 +131,6 @@ def load_tasks(path) -> list:
         if missing: raise TaskFileError(f"{path}, line {n}: the task has no {', '.join(missing)}")
         tasks.append(t if kind == "datagen" else {"macro": "proposed", "macros": [], "sites": [t["site"]], **t})
     return tasks
-
-def site_split() -> dict: return json.loads((data_dir() / "site_split.json").read_text())
 
 def _files_at_hand(d) -> list:
     "The files a person doing the task would have on their disk: those its scripted run uploads, by name."

@@ -31,7 +31,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.security import generate_password_hash, check_password_hash
 
 from .config import (DEFAULT_PORTS, SERVER_START_TIMEOUT_S, SITES_DIR, TEMPLATES_DIR, STATIC_DIR, extra_sites_dirs,
-                           split_of)
+                           site_split, split_of)
 
 # %% ../nbs/01_miniweb.ipynb #e4326ef5
 FIELD_TYPES = {"text", "longtext", "email", "int", "money", "date", "choice", "bool", "ref"}
@@ -1042,6 +1042,7 @@ def pin_to_one_cpu(key: int) -> int | None:
 def serve(port, sites_dir=None, threads=8, host="127.0.0.1", cpu=None):
     "Serve MiniWeb on one port in this process (blocks), pinned to one CPU (`cpu`, else picked by the port)."
     from waitress import serve as waitress_serve
+    site_split()                                          # a data folder without one stops here, not at the first request
     pin_to_one_cpu(port if cpu is None else cpu)          # before waitress starts its threads: they inherit it
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)   # a line per queued request is noise under load
     # channel_timeout: an idle keep-alive connection is closed after 60 s (waitress: 120) to free its slot sooner;
