@@ -13,7 +13,7 @@ import hashlib, json, re, time
 from pathlib import Path
 
 from . import taskgen as T
-from .config import short
+from .config import short, write_json_atomic
 
 # %% ../nbs/14_judge.ipynb #c004ad4e
 SYSTEM_KEY_POINTS = """You analyse a web task and list the key points it states explicitly.
@@ -119,7 +119,7 @@ def webjudge_run(folder, spec=None, workers=4, threshold=SCORE_THRESHOLD, retrie
         say(f"WebJudge: {len(eps)} episodes of {folder} with {m['model']} (threshold {threshold}) -> {out}")
         s = T.judge_all(eps, lambda it: webjudge_episode(it[1], m, threshold, retries), out, workers, progress, "webjudge")
     s.update(model=m["model"], method="webjudge", run=str(folder), out=str(out))
-    T.write_json_atomic(out / "_summary.json", s)
+    write_json_atomic(out / "_summary.json", s)
     return s
 
 # %% ../nbs/14_judge.ipynb #7ca00300
@@ -173,7 +173,7 @@ def as_online(run, dest=None) -> Path:
         shots = sorted(ep.glob("screen_*.png"), key=lambda p: int(p.stem.split("_")[1])) + \
                 ([ep / "final.png"] if (ep / "final.png").exists() else [])
         for i, p in enumerate(shots): (d / "trajectory" / f"{i}_full_screenshot.png").write_bytes(p.read_bytes())
-        T.write_json_atomic(d / "result.json", {"task_id": key, "task": ins, "final_result_response": g.get("answer") or "",
+        write_json_atomic(d / "result.json", {"task_id": key, "task": ins, "final_result_response": g.get("answer") or "",
                                                 "action_history": T.fmt_actions(g.get("actions"), cap=1000),
                                                 "thoughts": history_goals(ep)})
     return dest
@@ -186,7 +186,7 @@ def validate_judge(run, method="taskgen", spec=None, workers=4, threshold=SCORE_
     online = as_online(run)
     summary = webjudge_run(online, spec, workers, threshold, retries, progress=progress, say=say)
     pairs, table = T.compare(run, T.judge_dir(online, "webjudge"))
-    T.write_json_atomic(T.judge_dir(online, "webjudge") / "_validate.json",
+    write_json_atomic(T.judge_dir(online, "webjudge") / "_validate.json",
                         {"method": method, "metrics": table.iloc[0].to_dict(), "table": table.to_dict("records")})
     return {"summary": summary, "metrics": table.iloc[0].to_dict(), "table": table, "pairs": pairs}
 

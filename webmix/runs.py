@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import config
-from .config import append_jsonl, short
+from .config import append_jsonl, short, write_json_atomic
 
 # %% ../nbs/04b_runs.ipynb #4e3955fc
 RESULTS = "results.jsonl"
@@ -177,11 +177,6 @@ def differences(old: dict, new: dict) -> list:
     if changed: out.append("site specs changed: " + ", ".join(changed))
     return out
 
-def _write_json_atomic(path: Path, obj) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str))
-    os.replace(tmp, path)
-
 @contextmanager
 def _manifest_lock(out: Path):
     fd = os.open(out / ".manifest.lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -203,7 +198,7 @@ def open_manifest(out, manifest: dict, session: dict, force=False) -> int:
             if diff: session = {**session, "forced": diff, "settings": manifest["settings"], "sites": manifest["sites"]}
             manifest = {**old, "git": manifest["git"], "webmix_version": manifest["webmix_version"]}
         manifest.setdefault("sessions", []).append(session)
-        _write_json_atomic(path, manifest)
+        write_json_atomic(path, manifest)
         return len(manifest["sessions"]) - 1
 
 def close_manifest(out, index: int, **fields) -> None:
@@ -212,7 +207,7 @@ def close_manifest(out, index: int, **fields) -> None:
     with _manifest_lock(Path(out)):
         m = json.loads(path.read_text())
         m["sessions"][index].update(ended=now(), **fields)
-        _write_json_atomic(path, m)
+        write_json_atomic(path, m)
 
 # %% ../nbs/04b_runs.ipynb #6de89a83
 @dataclass

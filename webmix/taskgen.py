@@ -10,10 +10,10 @@ __all__ = ['MODEL', 'BUDGET', 'STAND_IN', 'STAND_INS', 'SKIP_KINDS', 'SYSTEM_PRO
            'norm_text', 'task_line', 'propose_prompt', 'batch_tasks', 'propose_site', 'scripted_proposals',
            'scripted_proposer', 'append_lines', 'read_jsonl', 'propose', 'fmt_log', 'fmt_changes', 'fmt_actions',
            'last_seen', 'shot_paths', 'image_part', 'judge_messages', 'NoVerdict', 'parse_verdict', 'with_retries',
-           'judge_episode', 'episode_of', 'seeded_verdict', 'ScriptedJudge', 'judge_dir', 'write_json_atomic',
-           'run_episodes', 'judge_all', 'judge_run', 'verifier_outcomes', 'confusion', 'compare', 'validation_figure',
-           'validate', 'task_order', 'interleave', 'site_of_task', 'episode_rows_ok', 'select_rows',
-           'add_model_options', 'default_tasks_file', 'save_figure', 'add_taskgen_cli']
+           'judge_episode', 'episode_of', 'seeded_verdict', 'ScriptedJudge', 'judge_dir', 'run_episodes', 'judge_all',
+           'judge_run', 'verifier_outcomes', 'confusion', 'compare', 'validation_figure', 'validate', 'task_order',
+           'interleave', 'site_of_task', 'episode_rows_ok', 'select_rows', 'add_model_options', 'default_tasks_file',
+           'save_figure', 'add_taskgen_cli']
 
 # %% ../nbs/13_taskgen.ipynb #c8ca5c09
 import base64, hashlib, html, json, os, random, re, shutil, threading, time
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import formats, llm, runs
-from .config import MODEL_TIMEOUT_S, append_jsonl, comma_list, short, site_split
+from .config import MODEL_TIMEOUT_S, append_jsonl, comma_list, short, site_split, write_json_atomic
 from .miniweb import create_app, sitemap
 
 # %% ../nbs/13_taskgen.ipynb #7424328b
@@ -458,11 +458,6 @@ def judge_dir(run, method="taskgen") -> Path:
     "Where a run's judge records go: beside the run, never inside it (`<run>_judge`, `<run>_webjudge`)."
     run = Path(str(run).rstrip("/"))
     return run.with_name(run.name + ("_judge" if method == "taskgen" else f"_{method}"))
-
-def write_json_atomic(path: Path, obj) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str))
-    os.replace(tmp, path)
 
 def run_episodes(run, tasks=None) -> list:
     "[(task_id, folder, instruction, kind)] of a run's episodes with grading inputs, in the run's result order."
