@@ -8,9 +8,9 @@ __all__ = ['PKG_DIR', 'SITES_DIR', 'TEMPLATES_DIR', 'STATIC_DIR', 'SCHEMAS_DIR',
            'DEFAULT_WORKERS', 'UNIT_TIMEOUT_S', 'CHAIN_TIMEOUT_S', 'CHAIN_TURN_TIMEOUT_S', 'SERVER_START_TIMEOUT_S',
            'MODEL_TIMEOUT_S', 'AGENT_STEP_TIMEOUT_S', 'ADMIN_TIMEOUT_S', 'CHROMIUM', 'OPENAI_KEY_VARS',
            'GEMINI_KEY_VARS', 'OFFLINE_ENV', 'PROCESS_SUBDIRS', 'data_dir', 'runs_dir', 'annotations_dir',
-           'extra_sites_dirs', 'site_split', 'split_of', 'append_jsonl', 'write_json_atomic', 'short', 'comma_list',
-           'int_list', 'ports_arg', 'chain_timeout_s', 'env_key', 'openai_base_url', 'ray_address', 'judge_settings',
-           'tmp_base', 'setup_env', 'at_exit']
+           'extra_sites_dirs', 'site_split', 'split_of', 'append_jsonl', 'json_lines', 'write_json_atomic', 'short',
+           'comma_list', 'int_list', 'ports_arg', 'chain_timeout_s', 'env_key', 'openai_base_url', 'ray_address',
+           'judge_settings', 'tmp_base', 'setup_env', 'at_exit']
 
 # %% ../nbs/00_config.ipynb #048a030b
 import json, os
@@ -67,6 +67,14 @@ def append_jsonl(path, obj) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try: os.write(fd, data)
     finally: os.close(fd)
+
+def json_lines(text: str, where, error=ValueError):
+    "Yield (line number, value) of each non-blank line of JSON-lines `text` in order; `error` names `where` and the line of one that is not JSON."
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip(): continue
+        try: value = json.loads(line)
+        except ValueError as e: raise error(f"{where}, line {n}: not JSON ({e})") from None
+        yield n, value
 
 def write_json_atomic(path, obj) -> None:
     "Write a JSON file whole or not at all: a temp file of this process and thread, renamed over `path`."

@@ -24,7 +24,7 @@ from urllib.request import ProxyHandler, build_opener
 from . import checks, runs
 from . import harness as H
 from .catalog import FAMILY_OF, NAV, REASON, SELECT, TEXT
-from .config import annotations_dir, data_dir, site_split
+from .config import annotations_dir, data_dir, json_lines, site_split
 
 # %% ../nbs/11_evaluate.ipynb #d81b7c09
 ARMS = ("base", "pooled", "oracle", "agent_planner")
@@ -120,10 +120,7 @@ def load_tasks(path) -> list:
     p = Path(path)
     if not p.is_file(): raise TaskFileError(f"{path}: no such tasks file")
     tasks = []
-    for n, line in enumerate(p.read_text().split("\n"), 1):
-        if not line.strip(): continue
-        try: t = json.loads(line)
-        except ValueError as e: raise TaskFileError(f"{path}, line {n}: not JSON ({e})") from None
+    for n, t in json_lines(p.read_text(), path, TaskFileError):
         if not isinstance(t, dict): raise TaskFileError(f"{path}, line {n}: a task is a JSON object")
         kind = t.get("kind", "datagen")
         if kind not in TASK_FIELDS: raise TaskFileError(f"{path}, line {n}: unknown task kind {kind!r} (kinds: {', '.join(TASK_FIELDS)})")

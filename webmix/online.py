@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from . import runs
 from . import harness as H
 from .agent import DEFAULT_VERSION, VERSIONS, item_actions
-from .config import data_dir, short
+from .config import data_dir, json_lines, short
 from .evaluate import (DEFAULT_BASE_NAME, TaskFileError, check_server, episode_rows, final_screenshot, histories,
                              load_results, partial_history, record_requests, sub_model)
 
@@ -41,15 +41,6 @@ def _json_list(text, path) -> list:
         while text[pos] in " \t\r\n,": pos += 1
         out.append((text.count("\n", 0, pos) + 1, item))
         pos = dec.raw_decode(text, pos)[1]
-    return out
-
-def _json_lines(text, path) -> list:
-    "(line, item) of every non-blank line of a JSON lines file."
-    out = []
-    for n, line in enumerate(text.split("\n"), 1):
-        if not line.strip(): continue
-        try: out.append((n, json.loads(line)))
-        except ValueError as e: raise TaskFileError(f"{path}, line {n}: not JSON ({e})") from None
     return out
 
 def _task(bench, item, where) -> dict:
@@ -76,7 +67,7 @@ def load_tasks(path, bench="om2w") -> list:
     if not p.is_file(): raise TaskFileError(f"{path}: no such task file")
     try: text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e: raise TaskFileError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    items = _json_list(text, path) if bench == "om2w" else _json_lines(text, path)
+    items = _json_list(text, path) if bench == "om2w" else list(json_lines(text, path, TaskFileError))
     return [_task(bench, item, f"{path}, line {n}") for n, item in items]
 
 # %% ../nbs/12_online.ipynb #60ee1419

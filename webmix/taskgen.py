@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import formats, llm, runs
-from .config import MODEL_TIMEOUT_S, append_jsonl, comma_list, short, site_split, write_json_atomic
+from .config import MODEL_TIMEOUT_S, append_jsonl, comma_list, json_lines, short, site_split, write_json_atomic
 from .miniweb import create_app, sitemap
 
 # %% ../nbs/13_taskgen.ipynb #7424328b
@@ -251,12 +251,7 @@ def append_lines(path, objs) -> None:
 
 def read_jsonl(path, what="file") -> list:
     "The objects of a JSON-lines file; SystemExit naming the file and line of a bad one."
-    out = []
-    for i, line in enumerate(Path(path).read_text().split("\n"), 1):
-        if not line.strip(): continue
-        try: out.append(json.loads(line))
-        except ValueError as e: raise SystemExit(f"{path}, line {i}: not JSON ({e})") from None
-    return out
+    return [v for _, v in json_lines(Path(path).read_text(), path, SystemExit)]
 
 def propose(out, sites=None, per_site=140, batch=20, seed=20261008, workers=8, spec=None, say=print) -> dict:
     "Propose tasks for `sites` (default: the training sites) into the tasks file `out`, resuming by site. -> counts by site."
