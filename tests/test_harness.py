@@ -2,7 +2,7 @@
 
 A scripted chat model drives every kind of action the harness offers across four sites (search, autosubmitting
 select, copy button, clipboard read, board drag, signature draw, file upload), then the backend's own records
-are checked, and the run is shown to have contacted nothing but loopback (Python audit hook + Chromium net log).
+are checked (the clicks' beacons included: none is left in flight for a settled click to wait on), and the run is shown to have contacted nothing but loopback (Python audit hook + Chromium net log).
 A second test takes the served-model path: make_llm's ChatOpenAI against a scripted OpenAI-compatible server.
 The rest hold the process rules: importing the harness changes nothing in the environment, `H.browser` leaves no
 Chromium and no folder behind however its block ends, and the exit hook kills the browsers nobody closed.
@@ -104,10 +104,10 @@ def test_scripted_agent_on_miniweb(base, tmp_path):
             await asyncio.sleep(0.5)                                     # the last page's beacons
             state = await H.backend_state(bs, base)
             record = (await H.admin_get(bs, base, "/_admin/record"))["entries"]
-            return hist, state, record, bs._webmix_dir
+            return hist, state, record, bs._webmix_dir, dict(bs._webmix_net.busy)
 
     with H.loopback_only() as hits:
-        hist, (log, changes, clip), record, folder = asyncio.run(run())
+        hist, (log, changes, clip), record, folder, in_flight = asyncio.run(run())
 
     assert hist.is_successful() and hist.final_result() == "all done", hist.errors()
     assert not any(hist.errors()), hist.errors()
@@ -127,6 +127,10 @@ def test_scripted_agent_on_miniweb(base, tmp_path):
     rec = next(c for c in changes if c["op"] == "create" and c["after"].get("filename") == "receipt-lamp.txt")
     assert rec["after"]["size"] == upload.stat().st_size
     assert {"drag", "draw", "copy"} <= {e["type"] for e in record}
+    # every request the settled clicks watched has ended, the beacons of pages that clicks navigated away included
+    # (no loadingFinished ever comes for those), and each of those clicks is in the backend's record
+    assert not in_flight, in_flight
+    assert sum(e["type"] == "click" and (e["target"] or {}).get("part") == "submit" for e in record) >= 3, record
     # offline: nothing but loopback from Python or Chromium, and the profile is gone with the session
     assert not hits, hits
     assert H.net_log_hosts(net) == {"127.0.0.1"}, H.net_log_hosts(net)

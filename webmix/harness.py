@@ -515,7 +515,11 @@ DOWNLOAD_GRACE_S = 0.01   # what browser-use's method then waits itself: the dow
 
 class NetworkWatch:
     "Requests in flight in one browser (all tabs), from CDP Network events on its root connection."
-    def __init__(self): self.client, self.busy, self.last = None, {}, 0.0
+    def __init__(self):
+        self.client, self.busy, self.last = None, {}, 0.0
+        self.owner = {}       # request id in flight -> (frame id, loader id) of the document that sent it
+        self.doc = {}         # frame id -> loader id of the document the frame loads or shows now
+        self.answered = {}    # request id -> when its response headers reached the network stack
 
     def attach(self, client) -> None:
         "Listen on `client` (again after browser-use reconnected; the events have no other listener in browser-use)."
@@ -523,15 +527,39 @@ class NetworkWatch:
         client.register.Network.requestWillBeSent(self._started)
         client.register.Network.loadingFinished(self._ended)
         client.register.Network.loadingFailed(self._ended)
+        client.register.Network.responseReceivedExtraInfo(self._answered)
         self.client = client
 
     def _started(self, event, session_id=None):
-        now = self.last = time.monotonic()
-        if len(self.busy) > 500: self.busy = {k: t for k, t in self.busy.items() if now - t < 60}   # closed tabs' leftovers
-        self.busy.setdefault(event.get("requestId"), now)
+        now, rid, frame = time.monotonic(), event.get("requestId"), event.get("frameId")
+        self.last = now
+        if len(self.busy) > 500: self._forget(lambda k, t: now - t >= 60)           # closed tabs' leftovers
+        self.busy.setdefault(rid, now)
+        self.owner.setdefault(rid, (frame, event.get("loaderId")))
+        if event.get("type") == "Document" and frame:                               # the frame loads a new document
+            self.doc[frame] = event.get("loaderId")
+            self._forget(lambda k, t: self._orphaned(k) and k in self.answered)
+        elif rid in self.answered and self._orphaned(rid): self._ended(event)        # ExtraInfo may come first
+
+    def _answered(self, event, session_id=None):
+        "The response's headers arrived: the server is done with it; it ends here if its document is gone (see above)."
+        rid, now = event.get("requestId"), time.monotonic()
+        if len(self.answered) > 500: self.answered = {k: t for k, t in self.answered.items() if now - t < 60}
+        self.answered[rid] = now
+        if self._orphaned(rid): self._ended(event)
+
+    def _orphaned(self, rid) -> bool:
+        "Whether the document that sent request `rid` has been replaced in its frame."
+        frame, loader = self.owner.get(rid, (None, None))
+        return bool(frame) and self.doc.get(frame, loader) != loader
+
+    def _forget(self, gone) -> None:
+        for rid, t in list(self.busy.items()):
+            if gone(rid, t): self._ended({"requestId": rid})
 
     def _ended(self, event, session_id=None):
-        self.busy.pop(event.get("requestId"), None)
+        rid = event.get("requestId")
+        self.busy.pop(rid, None); self.owner.pop(rid, None); self.answered.pop(rid, None)
         self.last = time.monotonic()
 
     async def quiet(self, since: float, until: float, quiet: float = CLICK_QUIET_S, done=None) -> None:
