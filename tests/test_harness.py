@@ -1,7 +1,7 @@
 """End to end: a real browser-use Agent on offline Chromium against a live MiniWeb server (conftest's `base`).
 
 A scripted chat model drives every kind of action the harness offers across four sites (search, autosubmitting
-select, copy button, clipboard read, board drag, signature draw, file upload), then the backend's own records
+select, copy button, clipboard read, a download, board drag, signature draw, file upload), then the backend's own records
 are checked (the clicks' beacons included: none is left in flight for a settled click to wait on), and the run is shown to have contacted nothing but loopback (Python audit hook + Chromium net log).
 A second test takes the served-model path: make_llm's ChatOpenAI against a scripted OpenAI-compatible server.
 The rest hold the process rules: importing the harness changes nothing in the environment, `H.browser` leaves no
@@ -68,6 +68,7 @@ def miniweb_steps(bs, base, upload, seen):
             ("click", lambda: at("products-copy")),
             ("read_clipboard", {}),
             ("macro_done", {}),
+            ("click", lambda: at("products-download")),
             ("navigate", {"url": base + "/sites/kanban/board"}),
             ("drag", drag_card),
             ("navigate", {"url": base + "/sites/calendar/house-rules"}),
@@ -104,6 +105,7 @@ def test_scripted_agent_on_miniweb(base, tmp_path):
             await asyncio.sleep(0.5)                                     # the last page's beacons
             state = await H.backend_state(bs, base)
             record = (await H.admin_get(bs, base, "/_admin/record"))["entries"]
+            seen["downloads"] = {H.Path(f).name: H.Path(f).read_text() for f in bs.downloaded_files}
             return hist, state, record, bs._webmix_dir, dict(bs._webmix_net.busy)
 
     with H.loopback_only() as hits:
@@ -112,7 +114,7 @@ def test_scripted_agent_on_miniweb(base, tmp_path):
     assert hist.is_successful() and hist.final_result() == "all done", hist.errors()
     assert not any(hist.errors()), hist.errors()
     names = [next(iter(h.model_output.action[0].model_dump(exclude_unset=True))) for h in hist.history[1:]]
-    assert names[-1] == "done" and len(names) == 16, names
+    assert names[-1] == "done" and len(names) == 17, names
     # autosubmitting select, then search: the list page was asked for with both parameters
     assert any(e["path"] == "/sites/shop/products" and e["query"].get("q") == seen["q"] and e["query"].get("category") == "Books"
                for e in log), [e["query"] for e in log if e["path"] == "/sites/shop/products"]
@@ -124,6 +126,11 @@ def test_scripted_agent_on_miniweb(base, tmp_path):
     assert any(c["collection"] == "tasks" and c["op"] == "update" and "stage" in c["changed"] for c in changes), changes
     sig = next(c for c in changes if c["op"] == "create" and c["after"].get("signer") == "Alex Doe")
     assert sig["after"]["strokes"] == 1 and sig["after"]["points"] >= 4
+    # the export link downloaded the list as CSV into the session's folder, and the agent was told of the file
+    (name, csv), = seen["downloads"].items()
+    assert name.endswith(".csv") and "," in csv.splitlines()[0] and len(csv.splitlines()) > 1, (name, csv[:200])
+    assert any(e["path"].endswith("/export.csv") for e in log)
+    assert any(name in (h.state_message or "") for h in hist.history[8:]), "no request named the downloaded file"
     rec = next(c for c in changes if c["op"] == "create" and c["after"].get("filename") == "receipt-lamp.txt")
     assert rec["after"]["size"] == upload.stat().st_size
     assert {"drag", "draw", "copy"} <= {e["type"] for e in record}
@@ -321,8 +328,10 @@ async def unit_on_kept_browser(unit, worker):
         if unit["do"] == "leave":
             await H.evaluate(bs, LEAVE_TRACES)
             await bs._cdp_client_root.send.Browser.grantPermissions(params={"permissions": ["geolocation", "clipboardReadWrite", "clipboardSanitizedWrite"]})
-            (H.Path(bs.browser_profile.downloads_path) / "left.csv").write_text("a,b\n")   # what a download leaves
-            bs._downloaded_files.append("left.csv")
+            await H.evaluate(bs, "document.querySelector('[data-control-id=transactions-download]').click()")  # a download
+            for _ in range(100):
+                if bs.downloaded_files: break
+                await asyncio.sleep(0.05)
             H.ROUTER_NOTES[id(bs)] = "a note for the next step"
             await bs._cdp_client_root.send.Target.createTarget(params={"url": worker.base + "/sites/bank/"})  # a tab
             await asyncio.sleep(0.3)                                  # browser-use learns of it
@@ -342,7 +351,8 @@ def test_kept_browser_isolates_units(tmp_path):
     assert all(x["ok"] for k, x in r.items() if "fail" not in k), [(x["task_id"], x["cause"]) for x in run.results]
     left, looked = r["0-leave"], r["1-look"]
     assert left["seen"][:3] == ["k=1", 1, 1] and left["seen"][4] == ["traces"] and left["seen"][5] == "left behind"
-    assert left["seen"][6] == "granted" and left["tabs"] == 2 and left["downloads"] and left["note"]
+    assert left["seen"][6] == "granted" and left["tabs"] == 2 and left["note"]
+    assert sorted(H.Path(f).name for f in left["downloads"]) == ["bank-transactions.csv"] * 2, left["downloads"]
     new_browser = r["4-look"]["seen"]                               # a new browser (the failed unit's was killed)
     assert new_browser[:6] == ["", 0, 0, 3, [], ""], new_browser
     assert looked["chromium"] == left["chromium"], "the worker's browser was not kept"

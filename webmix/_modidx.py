@@ -376,6 +376,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'webmix.harness.use_normalized_coordinates': ( 'harness.html#use_normalized_coordinates',
                                                                                'webmix/harness.py'),
                                 'webmix.harness.viewport_size': ('harness.html#viewport_size', 'webmix/harness.py'),
+                                'webmix.harness.watch_downloads': ('harness.html#watch_downloads', 'webmix/harness.py'),
                                 'webmix.harness.with_screenshot': ('harness.html#with_screenshot', 'webmix/harness.py')},
             'webmix.judge': { 'webmix.judge.ScriptedWebJudge': ('judge.html#scriptedwebjudge', 'webmix/judge.py'),
                               'webmix.judge.ScriptedWebJudge.__init__': ('judge.html#scriptedwebjudge.__init__', 'webmix/judge.py'),

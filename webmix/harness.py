@@ -7,13 +7,13 @@ backend reads, the extra actions (macro_done, drag, draw, clipboard), scripted a
 __all__ = ['BROWSER_USE_IMPORT_ENV', 'DEAD', 'VIEWPORT', 'SESSION_COOKIE', 'QUIET_ARGS', 'LOOPBACK_ARGS', 'NORMALIZED',
            'ROUTER_NOTES', 'QUIET_PREFS', 'NOT_A_HOST', 'VISIBLE_TEXT', 'CLICK_QUIET_S', 'CLICK_WAIT_S',
            'DOWNLOAD_GRACE_S', 'CLICK_PAUSES', 'PACED_VERSION', 'KEEP_UNITS', 'AGENT_KWARGS', 'chromium_args',
-           'HarnessSession', 'make_session', 'browser_processes', 'close_session', 'is_loopback', 'loopback_only',
-           'net_log_hosts', 'goto', 'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state', 'session_flags',
-           'start_url', 'new_miniweb_session', 'prepare', 'enable_clipboard', 'has_screenshot', 'screenshot_png',
-           'with_screenshot', 'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized',
-           'element_index', 'stroke', 'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools', 'NetworkWatch',
-           'settled', 'settle_clicks', 'pace_clicks', 'fresh_state', 'do_not_keep', 'clear_clipboard', 'KeptBrowser',
-           'browser', 'ScriptedChat', 'make_llm', 'instruction']
+           'HarnessSession', 'watch_downloads', 'make_session', 'browser_processes', 'close_session', 'is_loopback',
+           'loopback_only', 'net_log_hosts', 'goto', 'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state',
+           'session_flags', 'start_url', 'new_miniweb_session', 'prepare', 'enable_clipboard', 'has_screenshot',
+           'screenshot_png', 'with_screenshot', 'use_normalized_coordinates', 'viewport_size', 'to_pixels',
+           'to_normalized', 'element_index', 'stroke', 'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools',
+           'NetworkWatch', 'settled', 'settle_clicks', 'pace_clicks', 'fresh_state', 'do_not_keep', 'clear_clipboard',
+           'KeptBrowser', 'browser', 'ScriptedChat', 'make_llm', 'instruction']
 
 # %% ../nbs/04_harness.ipynb #baaaf972
 import asyncio, base64, inspect, ipaddress, json, os, shutil, sys, tempfile, threading, time
@@ -89,11 +89,18 @@ class HarnessSession(BrowserSession):
 
     async def start(self) -> None:
         await super().start()
+        await watch_downloads(self)
         if self._webmix_settled_clicks: settle_clicks(self)
 
     async def kill(self) -> None:
         try: await super().kill()
         finally: _forget(self)
+
+async def watch_downloads(bs) -> None:
+    "Let the session's links download (see above): browser-use sets downloads up only for a tab announced to it as new."
+    wd = bs._downloads_watchdog
+    if wd is not None and not wd._download_cdp_session_setup and bs.agent_focus_target_id:
+        await wd.attach_to_target(bs.agent_focus_target_id)     # browser-wide: every tab, and every later unit
 
 def _forget(bs):
     "Drop a session's folder and its per-session entries (ids are reused once the object is gone)."
