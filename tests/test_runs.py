@@ -95,6 +95,22 @@ def test_a_killed_server_fails_its_unit_and_is_restarted(tmp_path):
     assert r.ok == 5                     # the units after it ran on a server started again
 
 
+async def servers_listening(unit, worker):
+    "What a unit sees of MiniWeb: its worker's base URL, and how many MiniWeb servers of this process tree listen."
+    import psutil
+    me = psutil.Process()
+    kids = [p for p in me.children(recursive=True) if "webmix.miniweb" in " ".join(p.cmdline())]
+    return {"ok": True, "base": worker.base, "servers": len(kids)}
+
+
+def test_units_that_need_no_miniweb_get_no_server(tmp_path):
+    r = runs.run_units([{"task_id": f"u{i}"} for i in range(3)], servers_listening, tmp_path / "run", runner="plain",
+                       workers=2, progress=False, miniweb=False)
+    assert r.ok == 3 and {(x["base"], x["servers"]) for x in r.results} == {(None, 0)}, r.results
+    r = runs.run_units([{"task_id": "w"}], servers_listening, tmp_path / "run2", runner="plain", workers=1, progress=False)
+    assert r.results[0]["base"].startswith("http://127.0.0.1:") and r.results[0]["servers"] == 1, r.results
+
+
 @pytest.mark.timeout(300)
 def test_ray_backend_runs_the_same_units_and_resumes(tmp_path):
     pytest.importorskip("ray")

@@ -168,6 +168,7 @@ class Team:
         self.budget, self.left, self.sub_cap = budget, budget, sub_cap
         self.temperature, self.on_end, self.bs = temperature, on_end, bs
         self.hists, self.trace, self.current = [], [], None
+        self.agents = []         # every delegation's Agent, whose folder the caller drops (H.drop_agent_folders)
 
     def specialist_llm(self, family, instruction, model):
         "The chat model of one delegation: the seam a subclass overrides (a script, a replay)."
@@ -191,6 +192,7 @@ class Team:
             return rep
         t0, error = time.perf_counter(), None
         agent = self.current = self.specialist(family, instruction, model, url)
+        self.agents.append(agent)
         try:
             hist = await agent.run(max_steps=cap, on_step_start=lambda a: H.enable_clipboard(bs, a),
                                    on_step_end=self.on_end)

@@ -83,7 +83,7 @@ async def _attempt(task, worker, tmp, res, timeout, net_log):
             log, changes, clip = await H.backend_state(bs, worker.base)
             record = (await H.admin_get(bs, worker.base, "/_admin/record")).get("entries", [])
         finally:
-            shutil.rmtree(getattr(agent, "agent_directory", "") or "/nonexistent", ignore_errors=True)
+            H.drop_agent_folders(agent)
     ok, detail, _ = gate(task["check"], task.get("verifier"), log, driver.events() + record, changes, clip,
                          driver.answer, driver.seen)
     res.update(ok=bool(ok and driver.finished and not driver.error), detail=str(detail)[:500],

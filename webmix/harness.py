@@ -13,7 +13,7 @@ __all__ = ['BROWSER_USE_IMPORT_ENV', 'DEAD', 'VIEWPORT', 'SESSION_COOKIE', 'QUIE
            'screenshot_png', 'with_screenshot', 'use_normalized_coordinates', 'viewport_size', 'to_pixels',
            'to_normalized', 'element_index', 'stroke', 'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools',
            'NetworkWatch', 'settled', 'settle_clicks', 'pace_clicks', 'fresh_state', 'do_not_keep', 'clear_clipboard',
-           'KeptBrowser', 'browser', 'ScriptedChat', 'make_llm', 'instruction']
+           'KeptBrowser', 'browser', 'ScriptedChat', 'make_llm', 'drop_agent_folders', 'instruction']
 
 # %% ../nbs/04_harness.ipynb #baaaf972
 import asyncio, base64, inspect, ipaddress, json, os, shutil, sys, tempfile, threading, time
@@ -797,6 +797,10 @@ def make_llm(name: str, base_url: str, temperature: float = 0.0, max_tokens: int
 # %% ../nbs/04_harness.ipynb #948ec6d9
 AGENT_KWARGS = dict(use_vision=True, use_judge=False, message_compaction=False, enable_signal_handler=False,
                     enable_planning=False, loop_detection_enabled=False, calculate_cost=False)
+
+def drop_agent_folders(*agents) -> None:
+    "Remove the folders browser-use made for these Agents (file system, screenshots): it never removes them itself."
+    for a in agents: shutil.rmtree(getattr(a, "agent_directory", "") or "/nonexistent", ignore_errors=True)
 
 def instruction(prompt: str, start: str) -> str:
     "The task text an agent gets: the prompt, then the page it starts on."

@@ -21,7 +21,7 @@ from . import harness as H
 from .agent import DEFAULT_VERSION, VERSIONS, item_actions
 from .config import data_dir, json_lines, short
 from .evaluate import (DEFAULT_BASE_NAME, TaskFileError, check_server, episode_rows, final_screenshot, histories,
-                             load_results, partial_history, record_requests, sub_model)
+                             held_agents, load_results, partial_history, record_requests, sub_model)
 
 # %% ../nbs/12_online.ipynb #84b782ba
 BENCHES = ("om2w", "webvoyager")
@@ -213,11 +213,6 @@ def cut_short(held) -> dict:
     return {"hists": histories(partial_history(held)), "planner": getattr(planner, "history", None), "answer": None, "done": False}
 
 # %% ../nbs/12_online.ipynb #fef0f38d
-def _drop_agent_folders(shots) -> None:
-    "Remove browser-use's per-agent folders (<agent folder>/screenshots/*.png): it never removes them itself."
-    for d in {Path(s).parent.parent for s in shots if Path(s).parent.name == "screenshots"}:
-        if d.name.startswith("browser_use_agent"): shutil.rmtree(d, ignore_errors=True)
-
 def _strip_text(path: Path, full: str, short: str) -> None:
     "A JSON file with the string `full` replaced by `short` wherever it occurs (a history keeps every prompt it sent)."
     text = path.read_text()
@@ -246,7 +241,6 @@ def save_episode(ep: Path, task, got: dict, o, status: str, error=None, hint=Non
     if got["planner"] is not None:
         try: got["planner"].save_to_file(ep / "planner_history.json")
         except Exception: pass
-    _drop_agent_folders(shots)
     return {"steps": sum(len(h.history) for h in got["hists"]), "actions": len(actions),
             "screenshots": len(list(traj.glob("*_full_screenshot.png"))), "answer": short(answer, 500) if answer else None}
 
@@ -279,6 +273,7 @@ async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
         error = error or runs.describe(e)
     got = got or cut_short(held)
     out = {"status": status, "error": error, **save_episode(ep, task, got, o, status, error, hint), "final_screenshot": final}
+    H.drop_agent_folders(*held_agents(held))           # their screenshots are copied now
     if "trace" in held: (ep / "subtasks.json").write_text(json.dumps({"trace": held["trace"]}, indent=1, default=str, ensure_ascii=False))
     if o["record_rows"] and kept: out.update(write_online_rows(ep, task, o, kept, hint))
     return out
@@ -350,7 +345,7 @@ def run_online(tasks, out, progress=True, args=None, **kw):
                          options=o, settings=settings, args=args or {"tasks": len(tasks)},
                          models=[{"role": "agent", "name": n, "url": o["vllm"]} for n in served_models(o)],
                          progress=progress, desc=f"online {o['bench']} {o['arm']}", keep_browsers=False,
-                         tmp_root=staging_root(out), **engine)
+                         miniweb=False, tmp_root=staging_root(out), **engine)
     df = load_results(out)
     if progress and len(df): print(status_table(df).to_string(), flush=True)
     return run

@@ -131,7 +131,7 @@ class ScriptedTeam(PA.Team):
         super().__init__(pick_model=lambda family: EXECUTOR, vllm_url="", overall=overall, budget=budget,
                          version=VERSION, bs=bs)
         self.base, self.steps, self.rows_dir = base, steps, Path(rows_dir)
-        self.replayers, self.errors, self.agents = [], [], []
+        self.replayers, self.errors = [], []
 
     def specialist_llm(self, family, instruction, model):
         k = len(self.replayers)
@@ -150,7 +150,6 @@ class ScriptedTeam(PA.Team):
         rp = self.replayers[-1] if self.replayers else None
         files = R.upload_files(rp.plan, rp.task, self.rows_dir) if rp else []
         if files: agent.available_file_paths = sorted({*(agent.available_file_paths or []), *files})
-        self.agents.append(agent)
         return agent
 
 # %% ../nbs/09_plan_data.ipynb #5b7d3996
@@ -272,8 +271,7 @@ async def _chain(chain, worker, tmp, res, timing):
             events = await R.session_events(bs, base, team.replayers, clip)
             timing["browser"] += time.perf_counter() - t
         finally:
-            for a in [planner, *team.agents]:          # browser-use leaves each Agent's folder behind
-                shutil.rmtree(getattr(a, "agent_directory", "") or "/nonexistent", ignore_errors=True)
+            H.drop_agent_folders(planner, *team.agents)
         t = time.perf_counter()
     timing["browser"] += time.perf_counter() - t
     oks, details = _gates(parts, steps, entries, events, changes, clip, team)

@@ -10,7 +10,7 @@ __all__ = ['MEMORY_LLM', 'LEAK', 'DONE_ASK', 'MEMORY_ASK', 'SCROLL_MEMORY', 'TOP
            'session_events', 'replay_part']
 
 # %% ../nbs/06_replay.ipynb #b47d1bd7
-import asyncio, base64, inspect, json, os, re, shutil
+import asyncio, base64, inspect, json, os, re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
@@ -443,7 +443,7 @@ async def replay_part(bs, base, part, out_dir=None, max_steps=H.MAX_STEPS, prepa
                   tools=H.make_tools(), max_failures=rp.max_misses, available_file_paths=files, **H.AGENT_KWARGS)
     H.use_normalized_coordinates(bs)
     try: await agent.run(max_steps=max_steps)
-    finally: shutil.rmtree(getattr(agent, "agent_directory", "") or "/nonexistent", ignore_errors=True)
+    finally: H.drop_agent_folders(agent)
     log, changes, clip = await H.backend_state(bs, base)
     events = await session_events(bs, base, [rp], clip)
     ok, detail, _ = checks.gate(task["check"], task.get("verifier"), log, events, changes, clip, rp.answer, rp.seen)

@@ -395,7 +395,7 @@ async def _local(todo, run_one, key, fields, ctx, record):
     "asyncio workers in this process, each with its own MiniWeb server."
     queue = asyncio.Queue()
     for u in todo: queue.put_nowait(u)
-    servers = [WorkerServer(p, cpu=i) for i, p in enumerate(ctx["ports"])]
+    servers = [WorkerServer(p, cpu=i) if ctx["miniweb"] else None for i, p in enumerate(ctx["ports"])]
     kept = [_kept_browser(ctx) for _ in servers]
 
     async def work(i):
@@ -403,7 +403,7 @@ async def _local(todo, run_one, key, fields, ctx, record):
         while True:
             try: u = queue.get_nowait()
             except asyncio.QueueEmpty: return
-            try: base = await asyncio.to_thread(srv.ensure)
+            try: base = await asyncio.to_thread(srv.ensure) if srv else None
             except Exception as e:          # noqa: BLE001  a server that will not start fails this unit, not the run
                 record(unit_line({"cause": f"MiniWeb server: {describe(e)}"}, key(u), u, fields, i, time.time()))
                 continue
@@ -413,26 +413,27 @@ async def _local(todo, run_one, key, fields, ctx, record):
     finally:
         for k in kept:
             if k is not None: await k.close()
-        for s in servers: s.stop()
+        for s in servers:
+            if s is not None: s.stop()
 
 # %% ../nbs/04b_runs.ipynb #344b049b
 class RayWorker:
     "The body of a Ray actor: a worker with its own MiniWeb server and event loop."
-    def __init__(self, index, out, tmp, headless, options, cpu=0, keep_browsers=True):
+    def __init__(self, index, out, tmp, headless, options, cpu=0, keep_browsers=True, miniweb=True):
         config.setup_env()
         self.index, self.out, self.tmp, self.headless, self.options = index, Path(out), Path(tmp), headless, options
         self.tmp.mkdir(parents=True, exist_ok=True)
-        self.server, self.loop = WorkerServer(None, cpu), asyncio.new_event_loop()
+        self.server, self.loop = WorkerServer(None, cpu) if miniweb else None, asyncio.new_event_loop()
         self.kept = _kept_browser(dict(headless=headless, tmp=self.tmp, keep_browsers=keep_browsers))
 
     def run(self, run_one, unit, key, timeout, fields=None) -> dict:
-        base = self.server.ensure()
+        base = self.server.ensure() if self.server else None
         w = Worker(self.index, base, self.out, self.tmp, self.headless, self.options, self.kept)
         return self.loop.run_until_complete(guarded(run_one, unit, key, w, timeout, fields))
 
     def stop(self):
         if self.kept is not None: self.loop.run_until_complete(self.kept.close())
-        self.server.stop()
+        if self.server is not None: self.server.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 class RayUnreachable(RunRefused):
@@ -463,7 +464,7 @@ def _ray(todo, run_one, key, fields, ctx, record):
     from ray.exceptions import RayActorError, RayTaskError
     Actor = ray.remote(num_cpus=1, max_concurrency=1)(RayWorker)
     def new(i): return Actor.remote(i, str(ctx["out"]), str(ctx["tmp"] / f"ray-{i}-{uuid.uuid4().hex[:6]}"),
-                                    ctx["headless"], ctx["options"], i, ctx["keep_browsers"])
+                                    ctx["headless"], ctx["options"], i, ctx["keep_browsers"], ctx["miniweb"])
     actors, pending, it = [], {}, iter(todo)
     def submit(i):
         u = next(it, None)
@@ -492,7 +493,7 @@ BACKENDS = ("local", "ray")
 def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], fields=None, workers=None,
               ports=None, timeout=None, backend="local", ray_address=None, shard=None, limit=0, headless=True,
               options=None, settings=None, args=None, models=(), force=False, progress=True, desc=None,
-              keep_browsers=True, tmp_root=None) -> Run:
+              keep_browsers=True, tmp_root=None, miniweb=True) -> Run:
     "Run every unit not yet done in `out` on `workers` workers (see above) -> the session's Run."
     config.setup_env()
     if backend not in BACKENDS: raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
@@ -520,7 +521,7 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
             results.append(res)
             bar.update(res)
         ctx = dict(out=out, tmp=tmp, ports=ports, headless=headless, options=options or {}, timeout=timeout,
-                   ray_address=ray_address, keep_browsers=keep_browsers)
+                   ray_address=ray_address, keep_browsers=keep_browsers, miniweb=miniweb)
         try:
             if todo and backend == "local": run_sync(_local(todo, run_one, key, fields, ctx, record))
             elif todo: _ray(todo, run_one, key, fields, ctx, record)
