@@ -63,8 +63,8 @@ def test_judge_evidence_faults_retries_cache_and_gemini(run, tmp_path):
     flaky, broken = run["proposed"][0]["task_id"], run["proposed"][1]["task_id"]
     verdicts = {k: ("SUCCESS" if i % 2 == 0 else "NOT SUCCESS") for i, k in enumerate(humans)}
     judge = T.ScriptedJudge(seed=5, verdicts=verdicts, delay=5.0,
-                            faults={flaky: ["http500", "malformed"],        # the openai client itself retries a timeout twice
-                                    broken: ["timeout"] * 3 + ["http500", "malformed"]})
+                            faults={flaky: ["http500", "malformed"],        # one request per try: the client's retries are off
+                                    broken: ["timeout", "http500", "malformed"]})
     with llm.ScriptedServer(judge) as srv:
         spec = T.model_spec("scripted-judge", srv.base_url, timeout=2.5)
         s = T.judge_run(rdir, spec, workers=3, progress=False, say=lambda *_: None)

@@ -40,17 +40,17 @@ def _response_format(rf):
     return {"type": "json_schema", "json_schema": {"name": rf.__name__, "schema": rf.model_json_schema()}}
 
 @cache
-def _openai_client(base_url, key, timeout):
+def _openai_client(base_url, key, timeout, retries=2):
     from openai import OpenAI                   # here: importing the SDK costs more than most calls
-    return OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=2)
+    return OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=retries)
 
-def _openai_chat(model, messages, base_url, temperature, max_tokens, response_format, timeout) -> str:
+def _openai_chat(model, messages, base_url, temperature, max_tokens, response_format, timeout, retries=2) -> str:
     import openai
     base_url = base_url or openai_base_url()
     if not base_url: raise ValueError(f"{model}: no base_url for an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1)")
     extra = {"response_format": response_format} if response_format else {}
     try:
-        r = _openai_client(base_url, openai_key(), timeout).chat.completions.create(
+        r = _openai_client(base_url, openai_key(), timeout, retries).chat.completions.create(
             model=model, messages=messages, temperature=temperature, max_completion_tokens=max_tokens, **extra)
     except openai.AuthenticationError as e:
         var = env_key(*OPENAI_KEY_VARS)[0]
@@ -101,12 +101,12 @@ def _gemini_chat(model, messages, temperature, max_tokens, response_format, time
 
 # %% ../nbs/10_llm.ipynb #0f767be5
 def chat(model: str, messages, base_url=None, temperature: float = 0, max_tokens: int = 1024, response_format=None,
-         timeout: float = MODEL_TIMEOUT_S) -> str:
+         timeout: float = MODEL_TIMEOUT_S, retries: int = 2) -> str:
     "The reply text of `model`: Gemini's API for gemini-* without `base_url`, else the OpenAI-compatible server there."
     messages = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
     rf = _response_format(response_format)
     if is_gemini(model, base_url): return _gemini_chat(model, messages, temperature, max_tokens, rf, timeout)
-    return _openai_chat(model, messages, base_url, temperature, max_tokens, rf, timeout)
+    return _openai_chat(model, messages, base_url, temperature, max_tokens, rf, timeout, retries)
 
 # %% ../nbs/10_llm.ipynb #f145251e
 ROLES = {"system", "developer", "user", "assistant", "tool"}

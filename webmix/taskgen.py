@@ -35,11 +35,11 @@ def model_spec(model=None, base_url=None, timeout=MODEL_TIMEOUT_S, temperature=0
     if model is None and base_url is None: return None
     return {"model": model or STAND_IN, "base_url": base_url, "timeout": timeout, "temperature": temperature}
 
-def ask(spec: dict, messages, max_tokens=4096, json_out=True) -> str:
-    "The reply text of the model `spec` names to chat `messages` (JSON output asked for when `json_out`)."
+def ask(spec: dict, messages, max_tokens=4096, json_out=True, retries=2) -> str:
+    "The reply text of the model `spec` names to chat `messages` (JSON output asked for when `json_out`); `retries`: the OpenAI client's own."
     return llm.chat(spec["model"], messages, base_url=spec.get("base_url"), temperature=spec.get("temperature", 0.0),
                     max_tokens=max_tokens, response_format={"type": "json_object"} if json_out else None,
-                    timeout=spec.get("timeout") or MODEL_TIMEOUT_S)
+                    timeout=spec.get("timeout") or MODEL_TIMEOUT_S, retries=retries)
 
 STAND_INS = {}                        # a system prompt's first words -> the stand-in that answers it
 
@@ -399,7 +399,7 @@ def judge_episode(ep: Path, key: str, instruction: str, spec: dict, retries=3) -
     "The taskgen judge's record of one episode; NoVerdict when every try failed."
     messages = judge_messages(ep, key, instruction)
     def once():
-        raw = ask(spec, messages, max_tokens=8192)
+        raw = ask(spec, messages, max_tokens=8192, retries=0)   # one request per try: `retries` counts them all
         return raw, parse_verdict(raw)
     (raw, got), tries = with_retries(once, retries)
     return {"task_id": key, "method": "taskgen", "predicted_label": int(got["verdict"] == "SUCCESS"),
