@@ -674,8 +674,12 @@ def _forget_downloads(bs) -> None:
         for f in Path(folder).iterdir():
             shutil.rmtree(f, ignore_errors=True) if f.is_dir() else f.unlink(missing_ok=True)
     bs._downloaded_files.clear()
-    for name in ("_session_pdf_urls", "_detected_downloads", "_cdp_downloads_info", "_active_downloads"):
-        if isinstance(got := getattr(bs._downloads_watchdog, name, None), (dict, set)): got.clear()
+    wd = bs._downloads_watchdog
+    for task in list(getattr(wd, "_cdp_event_tasks", ())):   # the last unit's pollers (20 s each) would take this unit's files
+        task.cancel()
+    for name in ("_session_pdf_urls", "_detected_downloads", "_cdp_downloads_info", "_active_downloads",
+                 "_initial_downloads_snapshot"):               # the folder is empty now, as a new browser's is
+        if isinstance(got := getattr(wd, name, None), (dict, set)): got.clear()
 
 async def fresh_state(bs) -> None:
     "Bring a used session back to the state of a new one (see above); the clipboard is emptied by `clear_clipboard`."
