@@ -46,7 +46,7 @@ SEVERAL = "Several families"
 def task_family(task) -> str:
     "The family a task's success counts under (see A run): its macro's; a human-style task's one family, or SEVERAL."
     if task.get("kind") != "human": return family_of(task["macro"])
-    fams = {family_of(m) for m in task["macros"]} - {REASONING}
+    fams = {family_of(m) for m in family_plan(task)} - {REASONING}
     return fams.pop() if len(fams) == 1 else SEVERAL if fams else REASONING
 
 def arm_models(arm, task, base_name, adapters, pooled_name="pooled") -> list:
@@ -335,7 +335,7 @@ def _save_screenshots(hist, ep: Path) -> int:
     for i, s in enumerate(shots): (ep / f"screen_{i + 1}.png").write_bytes(base64.b64decode(s))
     return len(shots)
 
-async def _agent(o, task, bs, base, prompt, start, llm, router, seen, ep, files=(), held=None):
+async def _agent(o, task, bs, base, prompt, start, llm, router, seen, files=(), held=None):
     "Run the arm's agent on the prepared page -> its history (the planner's specialists' for agent_planner); `held` gets the agent."
     held = {} if held is None else held
     async def after_step(_):
@@ -354,11 +354,8 @@ async def _agent(o, task, bs, base, prompt, start, llm, router, seen, ep, files=
                     available_file_paths=files, max_failures=3, **H.AGENT_KWARGS)
     held["agent"] = agent
     H.use_normalized_coordinates(bs)
-    try: return await agent.run(max_steps=o["max_steps"] or H.MAX_STEPS, on_step_start=lambda a: H.enable_clipboard(bs, a),
-                                on_step_end=after_step)
-    finally:                                    # also when the timeout cancels it
-        held["shots"] = _save_screenshots(agent.history, ep)    # out of the temporary folder removed next
-        H.drop_agent_folders(agent)
+    return await agent.run(max_steps=o["max_steps"] or H.MAX_STEPS, on_step_start=lambda a: H.enable_clipboard(bs, a),
+                           on_step_end=after_step)
 
 def episode_record(task, o, start) -> dict:
     "episode.json: the task as this episode ran it."
@@ -382,7 +379,7 @@ async def run_episode(unit, worker) -> dict:
                             gate=(o["gate_done"] or o["gate_note"]) and o["arm"] == "oracle", note=o["gate_note"], bs=bs)
         files = _write_files(task, ep / "_files")
         timed_out = None
-        try: hist = await asyncio.wait_for(_agent(o, task, bs, worker.base, prompt, start, llm, router, seen, ep, files, held), o["timeout"])
+        try: hist = await asyncio.wait_for(_agent(o, task, bs, worker.base, prompt, start, llm, router, seen, files, held), o["timeout"])
         except asyncio.TimeoutError:
             H.do_not_keep(bs)                          # an agent was cancelled in it: the next unit gets a new browser
             hist, timed_out = partial_history(held), o["timeout"]
@@ -401,7 +398,7 @@ async def run_episode(unit, worker) -> dict:
     res.update(ok=ok, detail=detail, cause=cause[:300] if cause else None,
                steps=sum(len(h.history) for h in histories(hist)), answer=answer, done=bool(hist.is_done()),
                models=[t.get("model") for t in router.trace], gates=sum(bool(t.get("gated")) for t in router.trace),
-               screenshots=held["shots"] if "shots" in held else _save_screenshots(hist, ep))
+               screenshots=_save_screenshots(hist, ep))     # a timed-out episode's too: partial_history has them
     H.drop_agent_folders(*held_agents(held))           # their screenshots are saved now
     (ep / "trace.json").write_text(json.dumps(router.trace, indent=1, default=str))
     hist.save_to_file(ep / "history.json")
