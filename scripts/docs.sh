@@ -3,5 +3,5 @@
 # reference. Offline and quick: nothing is executed or fetched. Serve it with: python -m http.server -d _site
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+source scripts/venv.sh
 python docs/build.py --out "${1:-_site}"

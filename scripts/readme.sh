@@ -2,4 +2,5 @@
 # README.md is rendered from nbs/index.ipynb (nbdev-readme needs Quarto, which cannot be installed here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/venv.sh
 jupyter nbconvert --to markdown --log-level=ERROR --stdout nbs/index.ipynb > README.md

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Every test: the notebooks' own test cells (browser cells included) and the pytest suites in tests/.
+# Every test: the notebooks' own test cells (browser cells included) and the pytest suites in tests/, in webmix's own
+# environment (.venv, or $WEBMIX_VENV).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh || exit 1
+source scripts/venv.sh
 status=0
 echo "== notebook tests (nbdev-test --flags slow)"
 nbdev-test --flags slow --n-workers 1 || status=1
