@@ -58,7 +58,7 @@ async def playwright_steps(run, base):
             e0 = time.perf_counter()
             ctx = await browser.new_context(viewport=H.VIEWPORT)
             page = await ctx.new_page()
-            await page.goto(f"{base}/_admin/session-flags")
+            await H.playwright_session(ctx, page, base)
             await page.goto(base + task["start"]["url"])
             for s in traj["steps"]:
                 if s["action"] in NO_PLAYWRIGHT: continue

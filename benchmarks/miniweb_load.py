@@ -15,7 +15,10 @@ from html.parser import HTMLParser
 
 import aiohttp
 
-from webmix.miniweb import Servers, free_ports
+from yarl import URL
+
+from webmix.config import admin_headers
+from webmix.miniweb import COOKIE, Servers, free_ports
 
 TARGET_P99_MS = 250.0
 DEADLINE = 300                                  # seconds a phase may take before the run reports what hangs
@@ -80,7 +83,7 @@ class FormGrab(HTMLParser):
 
 # ---------------------------------------------------------------- the workload, from the sitemaps
 async def sitemaps(base):
-    async with aiohttp.ClientSession() as http:
+    async with aiohttp.ClientSession(headers=admin_headers()) as http:
         async with http.get(f"{base}/_admin/sites") as r: names = [s["name"] for s in await r.json()]
         out = {}
         for n in names:
@@ -120,11 +123,22 @@ class Recorder:
             return None, b""
 
 
+class new_session:
+    "A session-flags request with the admin key whose session the client then holds as its cookie (as the harness does)."
+    def __init__(self, http, base): self.http, self.base = http, base
+    async def __aenter__(self):
+        self.r = await self.http.get(f"{self.base}/_admin/session-flags", headers=admin_headers()).__aenter__()
+        if self.r.status == 200:
+            self.http.cookie_jar.update_cookies({COOKIE: (await self.r.json())["session"]}, URL(self.base))
+        return self.r
+    async def __aexit__(self, *exc): return await self.r.__aexit__(*exc)
+
+
 async def one_session(base, rec, rng, pages, posts, n_pages, n_posts, sids):
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True), timeout=timeout,
                                      connector=aiohttp.TCPConnector(limit=1)) as http:
-        status, body = await rec.timed("session", lambda: http.get(f"{base}/_admin/session-flags"), (200,))
+        status, body = await rec.timed("session", lambda: new_session(http, base), (200,))
         if status != 200: return
         sids.append(json.loads(body)["session"])
         chosen = [rng.choice(posts) for _ in range(n_posts)]
@@ -162,7 +176,7 @@ async def sequential(base, url, n):
 async def server_ms(base, sids):
     "The engine's own time per request (the `ms` of each session's /_admin/log entries)."
     out = []
-    async with aiohttp.ClientSession() as http:
+    async with aiohttp.ClientSession(headers=admin_headers()) as http:
         for sid in sids:
             async with http.get(f"{base}/_admin/log", params={"session": sid}) as r:
                 out += [e["ms"] for e in (await r.json())["entries"]]
@@ -199,7 +213,7 @@ async def run(args):
         # warm up: every page once (first renders compile templates, first session dbs)
         warm = Recorder()
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
-            await warm.timed("session", lambda: http.get(f"{base}/_admin/session-flags"), (200,))
+            await warm.timed("session", lambda: new_session(http, base), (200,))
             for url in pages: await warm.timed("page", lambda: http.get(base + url, allow_redirects=False), (200,))
         idle_static = await sequential(base, "/static/webmix.css", 100)
         idle_page = await sequential(base, pages[len(pages) // 2], 100)
@@ -265,13 +279,14 @@ def profile(pages, posts, n=400, seed=0):
     app = create_app()
     rng = random.Random(seed)
     c = app.test_client()
-    c.get("/_admin/session-flags")
+    def new_session(): c.set_cookie(COOKIE, c.get("/_admin/session-flags", headers=admin_headers()).get_json()["session"])
+    new_session()
     for url in pages: c.get(url)                              # warm
     pr = cProfile.Profile()
     t0 = time.perf_counter()
     pr.enable()
     for i in range(n):
-        if i % 20 == 0: c.get("/_admin/session-flags")
+        if i % 20 == 0: new_session()
         c.get(rng.choice(pages))
     pr.disable()
     dt = time.perf_counter() - t0

@@ -55,7 +55,7 @@ async def playwright_steps(run, base):
             ctx = await browser.new_context(viewport=H.VIEWPORT)
             page = await ctx.new_page()
             cdp = await ctx.new_cdp_session(page)
-            await page.goto(f"{base}/_admin/session-flags")
+            await H.playwright_session(ctx, page, base)
             await page.goto(base + task["start"]["url"])
             await observe(page, cdp)                     # the first observation, before the first action
             for s in traj["steps"]:

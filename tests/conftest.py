@@ -2,6 +2,8 @@
 
 The test process is an entry point: it sets up the offline browser environment before any test module is
 imported (config.setup_env; harness.make_session would call it again anyway)."""
+import asyncio
+
 import pytest
 
 from webmix.config import setup_env
@@ -27,3 +29,11 @@ def base(miniweb):
 def free_port():
     "One port free on loopback right now."
     return free_ports(1)[0]
+
+
+@pytest.fixture(scope="module")
+def loop():
+    "An event loop for the test module: async work that spans its tests (a browser, a kept one) runs on it."
+    lp = asyncio.new_event_loop()
+    yield lp
+    lp.close()

@@ -1,17 +1,22 @@
 """webmix.datagen end to end: tasks from the sitemaps, a real datagen run in Chromium that contacts nothing but
-loopback, its kept trajectories, resume and pools."""
-import json, random
+loopback, its kept trajectories, resume and pools; event checks graded from the recorder, by datagen's gate and by
+evaluate alike; the tasks file `webmix tasks` writes."""
+import asyncio, json, random
 from collections import Counter
 from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
 from webmix import harness as H          # before anything imports browser_use
+from webmix import checks, drivers as D
+from webmix import evaluate as E
 from webmix.catalog import FAMILY_OF, QA_MACROS, macros_for_control
+from webmix.config import split_of
 from webmix.datagen import run_datagen
 from webmix.pool import kept, read_results, write_pool
 from webmix.tasks import all_tasks, make_tasks
-from webmix.miniweb import free_ports, load_sites
+from webmix.miniweb import free_ports, load_sites, sitemap
 
 
 def one_per_macro(tasks, seed=1):
@@ -99,6 +104,179 @@ def test_a_step_keeps_its_screenshot_when_browser_uses_times_out(monkeypatch, tm
     steps = json.loads((d / "trajectory.json").read_text())["steps"]
     shots = [d / f"step_{k}.png" for k in range(1, len(steps) + 1)]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in shots)
+
+
+# ── event checks: graded from the recorder, alike by datagen's gate and by evaluate ──────────
+
+def _wrong_site(site, control_id):
+    "Another site with a control of this id."
+    return next(s for s, spec in sorted(load_sites().items())
+                if s != site and any(c["control_id"] == control_id for c in spec.sitemap()["controls"]))
+
+
+async def slider_through_the_address_bar(lv, t):
+    "Another filter of the page moved, then the slider's value typed into the address: the list the task asks for, the slider untouched."
+    other = next(c for c in sitemap(t["site"])["controls"] if c["page"] == t["control"]["page"] and c["kind"] == "dropdown")
+    opt = next(o for o in other["options"] if o["value"])
+    async for s in D.locate(lv, other["control_id"], "another filter", tag="select"): yield s
+    i, node = lv.found
+    yield D.step("select_dropdown", {"index": i, "text": opt["text"]}, node=node, value=opt["text"])
+    async for s in D.settle(lv, lambda: lv.arg(other["name"]) == opt["value"], "the other filter applied"): yield s
+    u = urlsplit(lv.url)
+    args = {**{k: v[-1] for k, v in parse_qs(u.query).items()}, **t["check"]["query"]}
+    yield D.step("navigate", {"url": f"{u.scheme}://{u.netloc}{u.path}?{urlencode(args)}"})
+    async for s in D.settle(lv, lambda: D.query_holds(lv, t["check"]["query"]), "the list the task asks for"): yield s
+    async for s in D.finish(lv, "The list is filtered."): yield s
+
+
+async def card_through_its_edit_form(lv, t):
+    "The card's column set in its record's edit form (another control), not dragged on the board."
+    o, group = t["option"], next(iter(t["check"]["fields"]))
+    form = next(c for c in sitemap(t["site"])["controls"] if c["control_id"] == f"{t['check']['collection']}-edit")
+    yield D.step("navigate", {"url": f"{lv.base}/sites/{t['site']}" + form["page"].replace("/1/", f"/{o['record']}/", 1)})
+    async for s in D.fill_form(lv, {**t, "option": {"form": form["control_id"], "fields": [[group, o["column"]]]}}): yield s
+    async for s in D.finish(lv, f"{o['title']} is in {o['column']}."): yield s
+
+
+async def signature_beside_the_pad(lv, t):
+    "The name typed and the stroke drawn over the name field (another control) instead of the pad, then saved."
+    o, cid = t["option"], t["control"]["control_id"]
+    async for s in D.type_into(lv, o["signer_control"], "the name field", o["signer"], "Typing the signer's name."): yield s
+    field = f"input{D.css(o['signer_control'])}"
+    async for s in D.into_view(lv, field, "the name field"): yield s
+    b = lv.found
+    pts = await lv.normalized([(b["x"] + fx * b["w"], b["y"] + b["h"] / 2) for fx, _ in D.SIGNATURE])
+    yield D.step("draw", {"points": [{"x": x, "y": y} for x, y in pts]}, element=await lv.describe(field))
+    async for s in D.click(lv, cid, "the Save signature button", "Saving.", "the form is sent", part="submit"): yield s
+    async for s in D.finish(lv, f"Signed as {o['signer']}."): yield s
+
+
+async def upload_on_another_site(lv, t):
+    "The task's file uploaded with the control of the same id on another site's page, not on the task's site."
+    cid = t["control"]["control_id"]
+    yield D.step("navigate", {"url": f"{lv.base}/sites/{_wrong_site(t['site'], cid)}{t['control']['page']}"})
+    async for s in D.locate(lv, cid, "the file input", part=None, tag="input"): yield s
+    i, node = lv.found
+    yield D.step("upload_file", {"index": i, "path": lv.files[0]}, node=node, value=t["option"]["filename"])
+    async for s in D.click(lv, cid, "the Upload button", "Submitting the upload form.", "the file is uploaded", part="submit"): yield s
+    async for s in D.settle(lv, lambda: bool(lv.arg("uploaded")), "the upload confirmation"): yield s
+    async for s in D.finish(lv, f"Uploaded {t['option']['filename']}."): yield s
+
+
+# macro -> (site of its task, the event its verifier wants, a wrong way to do it: acting on another control)
+EVENT_KINDS = {"filter_by_slider": ("shop", "drag", slider_through_the_address_bar),
+               "reorder_by_drag": ("kanban", "drag", card_through_its_edit_form),
+               "draw_signature": ("bank", "draw", signature_beside_the_pad),
+               "upload_file": ("realestate", "upload", upload_on_another_site)}
+
+
+def event_task(macro, site):
+    "The task datagen makes for `macro` on `site` (a board task that moves its card to another column)."
+    return next(t for t in make_tasks(site, per_control=3) if t["macro"] == macro
+                and (macro != "reorder_by_drag" or t["option"]["from"] != t["option"]["column"]))
+
+
+@pytest.fixture(scope="module")
+def event_runs(tmp_path_factory):
+    "The four tasks run twice in Chromium: by their scripted drivers, and each the wrong way."
+    tmp = tmp_path_factory.mktemp("events")
+    tasks = {m: event_task(m, site) for m, (site, _, _) in EVENT_KINDS.items()}
+    run_datagen(tmp / "right", tasks=list(tasks.values()), ports=tuple(free_ports(1)), workers=1, progress=False)
+    with pytest.MonkeyPatch.context() as mp:
+        for m, (_, _, wrong) in EVENT_KINDS.items(): mp.setitem(D.DRIVERS, m, wrong)
+        run_datagen(tmp / "wrong", tasks=list(tasks.values()), ports=tuple(free_ports(1)), workers=1, progress=False)
+    return tmp, tasks
+
+
+def _graded(run, tid):
+    "The attempt's result line and the grade inputs its gate saved."
+    r = next(r for r in read_results(run) if r["task_id"] == tid)
+    d = run / ("accepted" if r["ok"] else "rejected") / tid
+    return r, json.loads((d / "grade_inputs.json").read_text())
+
+
+@pytest.mark.parametrize("macro", list(EVENT_KINDS))
+def test_an_event_check_passes_the_right_control_and_fails_another(event_runs, macro):
+    tmp, tasks = event_runs
+    task, (_, action, _) = tasks[macro], EVENT_KINDS[macro]
+    cid = task["control"]["control_id"]
+    right, g = _graded(tmp / "right", task["task_id"])
+    assert right["ok"], right["cause"]
+    assert any(e["action"] == action and e["target"].get("control_id") == cid for e in checks.recorded_events(g["record"], task["site"]))
+    wrong, _ = _graded(tmp / "wrong", task["task_id"])
+    assert not wrong["ok"] and wrong["cause"].startswith("gate: "), wrong["cause"]
+    assert f"verifier: no action event with action='{action}', target='{cid}'" in wrong["detail"], wrong["detail"]
+    if macro == "filter_by_slider":       # the list the task asks for, reached without the slider: the event alone fails it
+        assert wrong["detail"].startswith("verifier: "), wrong["detail"]
+
+
+@pytest.mark.parametrize("macro", list(EVENT_KINDS))
+def test_datagen_and_evaluate_grade_an_attempt_alike(event_runs, macro):
+    "Evaluate's grade of a datagen task, from the inputs datagen's gate read (as --regrade reads grade_inputs.json)."
+    tmp, tasks = event_runs
+    task = tasks[macro]
+    for run in (tmp / "right", tmp / "wrong"):
+        r, g = _graded(run, task["task_id"])
+        assert E.grade(task, g) == (r["ok"], r["detail"][:300])
+        assert E.grade(task, {**g, "actions": [{"drag": {"x1": 1, "y1": 2, "x2": 3, "y2": 4}}]}) == E.grade(task, g)  # what a model says counts for nothing
+
+
+SLIDER_BOX_JS = """(() => { const e = document.querySelector(%s); e.scrollIntoView({block: "center"});
+  const r = e.getBoundingClientRect(); return [r.x, r.y + r.height / 2, r.width, +e.value, +e.min, +e.max]; })()"""
+
+
+async def drag_slider_to(bs, task):
+    "Drag the task's slider thumb to its option's value with the mouse (CDP input, as a person's drag), then wait for the list."
+    x, y, w, cur, lo, hi = await H.evaluate(bs, SLIDER_BOX_JS % json.dumps('input[type="range"]' + D.css(task["control"]["control_id"])))
+    px = lambda v: x + D.THUMB_PX / 2 + (v - lo) / (hi - lo) * (w - D.THUMB_PX)
+    await H.stroke(bs, [(px(cur), y), (px(float(task["option"]["value"])), y)])
+    name, value = next(iter(task["check"]["query"].items()))
+    for _ in range(50):
+        if f"{name}={value}" in (await H.evaluate(bs, "location.href") or ""): return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"the list never reloaded with {name}={value}")
+
+
+def test_evaluate_reads_the_recorder_into_its_grade_inputs(base):
+    "evaluate's grade_inputs on live sessions: the slider dragged in Chromium passes; the same list opened by its URL fails."
+    task = event_task("filter_by_slider", "shop")
+    said = [{"drag": {"x1": 300, "y1": 400, "x2": 500, "y2": 400}}]          # the model's actions: both episodes claim the drag
+    async def episode(act):
+        async with H.browser(base, task) as bs:
+            await act(bs)
+            return await E.grade_inputs(bs, base, task, None, [await H.seen(bs)], said)
+    typed = lambda bs: H.goto(bs, base + task["check"]["path"] + "?" + urlencode(task["check"]["query"]))
+    dragged, by_url = asyncio.run(episode(lambda bs: drag_slider_to(bs, task))), asyncio.run(episode(typed))
+    assert "record" in dragged and "events" not in dragged
+    ok, detail = E.grade(task, json.loads(json.dumps(dragged, default=str)))        # as --regrade reads the file
+    assert ok, detail
+    assert (ok, detail) == (bool(checks.gate_task(task, dragged)[0]), str(checks.gate_task(task, dragged)[1])[:300])
+    ok, detail = E.grade(task, by_url)
+    assert not ok and detail.startswith("verifier: no action event with action='drag'"), detail
+
+
+def test_tasks_file_holds_datagen_tasks_that_evaluate_reads(tmp_path):
+    import subprocess
+    from webmix.cli import main
+    out = tmp_path / "tasks" / "train.jsonl"
+    p = subprocess.run(["webmix", "tasks", "--split", "train", "--macros", "filter_by_slider,upload_file", "--seed", "3",
+                        "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    made = all_tasks([s for s in sorted(load_sites()) if split_of(s) == "train"], ["filter_by_slider", "upload_file"], seed=3)
+    assert [json.loads(l) for l in out.read_text().splitlines()] == made == E.load_tasks(out)
+    main(["tasks", "--sites", "shop", "--limit", "4", "--out", str(tmp_path / "shop.jsonl")])
+    assert E.load_tasks(tmp_path / "shop.jsonl") == all_tasks(["shop"])[:4]
+    p = subprocess.run(["webmix", "tasks", "--sites", "shop,atlantis", "--out", str(tmp_path / "bad.jsonl")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and p.stderr.strip().startswith("webmix tasks: unknown site atlantis (there are: bank,"), p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    (tmp_path / "a_file").write_text("")
+    for extra, msg in [(["--macros", "juggle"], "unknown macro juggle"), (["--sites", "mail", "--split", "train"], "mail: not on the train split"),
+                       (["--out", str(tmp_path)], "is a folder"), (["--out", str(tmp_path / "a_file" / "t.jsonl")], "is a file, not a folder")]:
+        argv = extra if "--out" in extra else [*extra, "--out", str(tmp_path / "bad.jsonl")]
+        with pytest.raises(SystemExit) as stop: main(["tasks", *argv])
+        assert msg in str(stop.value) and "\n" not in str(stop.value), (extra, stop.value)
+    assert not (tmp_path / "bad.jsonl").exists()
 
 
 # ── the run engine under datagen: shards, SIGKILL, faults, Ray ───────────────────

@@ -8,13 +8,14 @@ A task is all on test sites or all on training sites, and evaluate's `--human-sp
 Regenerate the tasks with scripts/make_human_tasks.py after a site-spec change."""
 import asyncio, json
 from pathlib import Path
-from urllib.request import urlopen
+from urllib.request import Request, urlopen
 
 import pytest
 from playwright.async_api import async_playwright
 
 from webmix.catalog import FAMILY_OF, MACROS
-from webmix.config import CHROMIUM
+from webmix.config import CHROMIUM, admin_headers
+from webmix.harness import playwright_session
 from webmix.checks import merge_server_log, verify_task
 from webmix.evaluate import human_tasks
 
@@ -36,7 +37,7 @@ def load(d):
 
 
 def admin(base, stream, sid):
-    with urlopen(f"{base}/_admin/{stream}?session={sid}", timeout=10) as r:
+    with urlopen(Request(f"{base}/_admin/{stream}?session={sid}", headers=admin_headers()), timeout=10) as r:
         return json.load(r)["entries"]
 
 
@@ -94,7 +95,7 @@ async def run_step(page, base, s):
 
 
 async def settled_record(base, sid, url):
-    "The recorder stream once the page script's last reports (sent as beacons) have arrived."
+    "The recorder stream once its reports of the last page load have arrived."
     last = None
     for _ in range(100):
         rec = await asyncio.to_thread(admin, base, "record", sid)
@@ -110,8 +111,7 @@ async def run_task(browser, base, task, steps):
     try:
         page = await ctx.new_page()
         page.set_default_timeout(20_000)
-        resp = await page.goto(f"{base}/_admin/session-flags" + ("?logout=1" if task["needs_login"] else ""))
-        sid = (await resp.json())["session"]
+        sid = await playwright_session(ctx, page, base, {"logout": 1} if task["needs_login"] else None)
         await page.goto(base + ("/" if len(task["sites"]) > 1 else task["starting_url"]))
         for i, s in enumerate(steps):
             try: await run_step(page, base, s)
@@ -120,12 +120,6 @@ async def run_task(browser, base, task, steps):
     finally:
         await ctx.close()
 
-
-@pytest.fixture(scope="module")
-def loop():
-    lp = asyncio.new_event_loop()
-    yield lp
-    lp.close()
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,11 @@ from urllib.parse import parse_qsl, urljoin, urlsplit
 import pytest
 import requests
 
-from webmix.config import CHROMIUM
+from webmix.config import CHROMIUM, admin_headers
+from webmix.harness import open_session, playwright_session_sync
 from webmix.miniweb import COOKIE, SpecError, load_site, load_sites, page_path
+
+ADMIN = admin_headers()                   # this process's admin key: the module's server was started by it
 
 SITES = load_sites()                      # the oracle: seeded rows and specs of the same files the server serves
 SITEMAPS = {name: s.sitemap() for name, s in SITES.items()}
@@ -101,16 +104,17 @@ class Page(HTMLParser):
 
 # ---------------------------------------------------------------- one browser session over HTTP
 class Client:
-    "A MiniWeb session over HTTP: its own cookie jar (opened with /_admin/session-flags) and its admin streams."
-    def __init__(self, base, sid=None, **flags):
-        self.base, self.http = base, requests.Session()
+    "A MiniWeb session over HTTP: its own cookie jar (the session /_admin/session-flags opened) and its admin streams."
+    def __init__(self, base, sid=None, pump=None, **flags):
+        self.base, self.http, self.pump = base, requests.Session(), pump
         if sid:                                     # attach to a session opened elsewhere (a browser's)
             self.sid, self.flags = sid, None
             return
-        r = self.http.get(f"{base}/_admin/session-flags", params=flags, timeout=30)
+        r = self.http.get(f"{base}/_admin/session-flags", params=flags, headers=ADMIN, timeout=30)
         assert r.status_code == 200, r.text
+        assert COOKIE not in self.http.cookies                 # the admin API sets no cookie: the client takes the id
         self.sid, self.flags = r.json()["session"], r.json()["flags"]
-        assert self.http.cookies.get(COOKIE) == self.sid
+        self.http.cookies.set(COOKIE, self.sid, domain=urlsplit(base).hostname, path="/")
 
     def get(self, path, params=None, **kw):
         return self.http.get(self.base + path, params=params, allow_redirects=False, timeout=30, **kw)
@@ -127,7 +131,8 @@ class Client:
         return p
 
     def stream(self, name, since=0):
-        r = requests.get(f"{self.base}/_admin/{name}", params={"session": self.sid, "since": since}, timeout=30)
+        if self.pump: self.pump()                    # a browser's recorder reports first
+        r = requests.get(f"{self.base}/_admin/{name}", params={"session": self.sid, "since": since}, headers=ADMIN, timeout=30)
         assert r.status_code == 200, r.text
         return r.json()["entries"]
 
@@ -628,9 +633,9 @@ SESSION_FLAGS = {"login_form": {"logout": "1"}}          # both sessions of a lo
 @pytest.fixture(scope="module")
 def sitemaps(base):
     "The live server's sitemaps; they must equal the in-process ones the oracle reads."
-    names = [s["name"] for s in requests.get(f"{base}/_admin/sites", timeout=30).json()]
+    names = [s["name"] for s in requests.get(f"{base}/_admin/sites", headers=ADMIN, timeout=30).json()]
     assert sorted(names) == sorted(SITEMAPS)
-    live = {n: requests.get(f"{base}/_admin/sitemap/{n}", timeout=30).json() for n in names}
+    live = {n: requests.get(f"{base}/_admin/sitemap/{n}", headers=ADMIN, timeout=30).json() for n in names}
     assert live == json.loads(json.dumps(SITEMAPS))
     return live
 
@@ -684,13 +689,14 @@ def chromium():
         browser.close()
 
 class BrowserSession:
-    "A Chromium context with its own MiniWeb session (opened the way the harness does: visit session-flags)."
+    "A Chromium context with its own MiniWeb session and recorder (opened as the harness opens them)."
     def __init__(self, browser, base, **ctx):
         self.ctx = browser.new_context(viewport={"width": 1400, "height": 1100}, **ctx)
         self.page = self.ctx.new_page()
         self.base = base
-        self.sid = self.page.goto(f"{base}/_admin/session-flags").json()["session"]
-        self.admin = Client(base, sid=self.sid)
+        self.sid = playwright_session_sync(self.ctx, self.page, base)
+        # sync Playwright hands the recorder its reports only while it runs a call: a short wait is one
+        self.admin = Client(base, sid=self.sid, pump=lambda: self.page.wait_for_timeout(20))
 
     def goto(self, path):
         r = self.page.goto(self.base + path)
@@ -981,20 +987,20 @@ def test_malformed_admin_requests_get_400_json(base):
              ("POST", "/_admin/clipboard", {"session": a.sid}, json.dumps({"text": 5}), "clipboard without text"),
              ("POST", "/_admin/clipboard", {"session": a.sid}, "{", "non-JSON clipboard")]
     for method, path, params, body, why in cases:
-        r = requests.request(method, base + path, params=params, data=body, timeout=30)
+        r = requests.request(method, base + path, params=params, data=body, headers=ADMIN, timeout=30)
         assert r.status_code == 400, f"{why}: {r.status_code} {r.text[:200]}"
         assert r.headers["Content-Type"].startswith("application/json"), why
         assert isinstance(r.json()["error"], str) and r.json()["error"], why
-    r = requests.get(base + "/_admin/log", timeout=30)                             # no cookie, no ?session=
+    r = requests.get(base + "/_admin/log", headers=ADMIN, timeout=30)              # no cookie, no ?session=
     assert r.status_code == 400 and r.json()["error"]
-    r = requests.get(base + "/_admin/sitemap/no-such-site", timeout=30)
+    r = requests.get(base + "/_admin/sitemap/no-such-site", headers=ADMIN, timeout=30)
     assert r.status_code == 404 and r.json()["error"]
     a.assert_nothing_recorded()
     # a well-formed record and clipboard post land in exactly that session
-    ok = requests.post(base + "/_admin/record", params={"session": a.sid}, data=json.dumps({"type": "click", "url": "u", "target": {"tag": "a"}}), timeout=30)
+    ok = requests.post(base + "/_admin/record", params={"session": a.sid}, data=json.dumps({"type": "click", "url": "u", "target": {"tag": "a"}}), headers=ADMIN, timeout=30)
     assert ok.status_code == 200
     assert [(e["type"], e["url"], e["target"]) for e in a.stream("record")] == [("click", "u", {"tag": "a"})]
-    flags = requests.get(base + "/_admin/session-flags", params={"logout": "1", "cart": "3"}, timeout=30).json()
+    flags = requests.get(base + "/_admin/session-flags", params={"logout": "1", "cart": "3"}, headers=ADMIN, timeout=30).json()
     assert flags["flags"] == {"logout": True, "cart": 3} and re.fullmatch(r"[0-9a-f]{24}", flags["session"])
 
 
@@ -1125,6 +1131,48 @@ def test_admin_api_is_not_a_site_page(base, sitemaps):
             r = a.get(site_url(site, path))
             assert r.status_code == 404 and r.headers["Content-Type"].startswith("text/html")
 
+ADMIN_PATHS = ("/_admin/sites", "/_admin/session-flags", "/_admin/log", "/_admin/changes", "/_admin/clipboard",
+               "/_admin/record", "/_admin/sitemap/shop")
+
+def test_admin_api_refuses_requests_without_its_key(base):
+    "On loopback too: a request without the key (a page's fetch, a navigation, a wrong key) reads and writes nothing."
+    a = Client(base)
+    for path in ADMIN_PATHS:
+        for headers in ({}, {"X-MiniWeb-Admin-Key": "0" * 32}):
+            r = requests.get(base + path, params={"session": a.sid}, headers=headers, timeout=30)
+            assert r.status_code == 403 and "key" in r.json()["error"], f"GET {path} {headers}: {r.status_code}"
+    for stream, body in (("record", {"type": "click", "url": "u", "target": {"tag": "a"}}), ("clipboard", {"text": "forged"})):
+        r = requests.post(f"{base}/_admin/{stream}", params={"session": a.sid}, data=json.dumps(body), timeout=30)
+        assert r.status_code == 403
+    a.assert_nothing_recorded()
+
+
+def test_pages_cannot_reach_the_grading_evidence(chromium, base):
+    """In Chromium on the site's own origin: navigating to the admin API, a page's fetch (GET and a forged POST) and a
+    call of the recorder's binding from the page all fail; a script's synthetic click is not recorded, a real one is."""
+    s = BrowserSession(chromium, base)
+    try:
+        s.goto("/sites/shop/products")
+        for path in ADMIN_PATHS:
+            assert s.page.goto(base + path + f"?session={s.sid}").status == 403, path
+        s.goto("/sites/shop/products")
+        got = s.page.evaluate("""async (sid) => {
+            const out = {};
+            for (const p of ['/_admin/log', '/_admin/record', '/_admin/clipboard', '/_admin/session-flags'])
+                out[p] = (await fetch(p + '?session=' + sid)).status;
+            out.post = (await fetch('/_admin/clipboard?session=' + sid, {method: 'POST', body: JSON.stringify({text: 'LM-1998'})})).status;
+            out.binding = typeof window.__webmixReport;
+            document.querySelector('a').dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true}));
+            return out; }""", s.sid)
+        assert got == {"/_admin/log": 403, "/_admin/record": 403, "/_admin/clipboard": 403, "/_admin/session-flags": 403,
+                       "post": 403, "binding": "undefined"}, got
+        assert s.events("click") == [] and s.admin.stream("clipboard") == []
+        s.page.locator("h1, h2").first.click()                      # a click the browser makes: recorded
+        assert "/sites/shop" in wait_until(lambda: s.events("click"), what="the real click's record")[0]["url"]
+    finally:
+        s.close()
+
+
 def test_admin_api_answers_on_loopback_only(free_port):
     ip = outside_address()
     if ip is None: pytest.skip("this machine has no non-loopback IPv4 address to reach the server from")
@@ -1140,11 +1188,11 @@ def test_admin_api_answers_on_loopback_only(free_port):
         wait_until(up, timeout=60, what="the outside-facing server")
         assert requests.get(outside + f"/sites/{sorted(SITEMAPS)[0]}", timeout=10).status_code == 200     # sites answer everyone
         for path in ("/_admin/sites", "/_admin/session-flags", "/_admin/log", f"/_admin/sitemap/{sorted(SITEMAPS)[0]}"):
-            for headers in ({}, {"X-Forwarded-For": "127.0.0.1", "X-Real-IP": "127.0.0.1"}):
+            for headers in ({}, ADMIN, {"X-Forwarded-For": "127.0.0.1", "X-Real-IP": "127.0.0.1", **ADMIN}):
                 r = requests.get(outside + path, headers=headers, timeout=10)
                 assert r.status_code == 403, f"{path} from {ip} with {headers}: {r.status_code}"
                 assert r.headers["Content-Type"].startswith("application/json") and r.json()["error"]
-        r = requests.post(outside + "/_admin/record", data=json.dumps({"type": "click"}), timeout=10)
+        r = requests.post(outside + "/_admin/record", data=json.dumps({"type": "click"}), headers=ADMIN, timeout=10)
         assert r.status_code == 403
     finally:
         proc.terminate()
@@ -1172,7 +1220,7 @@ def test_servers_keep_answering_under_concurrent_load(free_port):
             return n_each
         with ThreadPoolExecutor(n_clients) as pool: done = sum(pool.map(client, range(n_clients)))
         assert not failures, f"the server stopped answering after {done} of {n_clients * n_each} requests: {failures[:3]}"
-        assert requests.get(srv.bases[0] + "/_admin/sites", timeout=20).status_code == 200
+        assert requests.get(srv.bases[0] + "/_admin/sites", headers=ADMIN, timeout=20).status_code == 200
 
 
 def test_each_server_process_runs_on_one_cpu_of_its_own():

@@ -15,6 +15,7 @@ from urllib.parse import quote, urljoin, urlsplit
 import pytest
 from flask import got_request_exception
 
+from webmix.config import admin_headers
 from webmix.miniweb import COOKIE, FLAG_PARSERS, create_app, load_sites
 
 SITES = load_sites()
@@ -75,6 +76,15 @@ def problem(a: Answer) -> str | None:
 
 
 # ---------------------------------------------------------------- two ways to reach MiniWeb
+def admin_of(r) -> dict:
+    "The admin key on admin requests (the harness's part), nothing on a site's."
+    return admin_headers() if r.path.startswith("/_admin") else {}
+
+def session_opened(r, status, body) -> str | None:
+    "The session a session-flags request opened (the client then holds it as its cookie, as the harness does)."
+    if r.path != "/_admin/session-flags" or status != 200: return None
+    return json.loads(body)["session"]
+
 def latin1(text):
     try: text.encode("latin-1"); return True
     except UnicodeEncodeError: return False
@@ -86,7 +96,9 @@ class InProcess:
     def send(self, r: Req) -> Answer:
         self.errors = []
         with got_request_exception.connected_to(lambda sender, exception, **kw: self.errors.append(exception), self.app):
-            resp = self.client.open(r.path, method=r.method, query_string=r.query, data=r.body, content_type=r.ctype)
+            resp = self.client.open(r.path, method=r.method, query_string=r.query, data=r.body, content_type=r.ctype,
+                                    headers=admin_of(r))
+        if opened := session_opened(r, resp.status_code, resp.get_data()): self.client.set_cookie(COOKIE, opened)
         return Answer(resp.status_code, resp.headers.get("Content-Type", ""), resp.headers.get("Location"), resp.get_data(),
                       next((f"{k}: {v[:80]}" for k, v in resp.headers.items() if not latin1(v)), ""))
 
@@ -106,13 +118,14 @@ class OverHttp:
 
     def _send(self, r):
         self.conn = self.conn or http.client.HTTPConnection(self.host, self.port, timeout=60)
-        headers = {"Cookie": f"{COOKIE}={self.cookie}"} if self.cookie else {}
+        headers = {**({"Cookie": f"{COOKIE}={self.cookie}"} if self.cookie else {}), **admin_of(r)}
         if r.ctype: headers["Content-Type"] = r.ctype
         self.conn.request(r.method, r.path + (f"?{r.query}" if r.query else ""), body=r.body, headers=headers)
         resp = self.conn.getresponse()
         data = resp.read()
         if self.cookie is None and (m := re.search(COOKIE + r"=([0-9a-f]+)", resp.getheader("Set-Cookie") or "")):
             self.cookie = m.group(1)
+        if opened := session_opened(r, resp.status, data): self.cookie = opened
         return Answer(resp.status, resp.getheader("Content-Type") or "", resp.getheader("Location"), data)
 
     def why(self): return ""

@@ -261,3 +261,96 @@ def test_a_timed_out_episode_keeps_its_steps_and_the_planner_agent_merges_its_tu
     ep = tmp_path / "agent" / "slow-1"
     assert (ep / "planner_history.json").exists() and (ep / "history_0.json").exists()
     assert json.loads((ep / "subtasks.json").read_text())["trace"][0]["model"] == "rest"
+
+
+# ---- hints that JSON escapes, and dict hints, against a model that echoes them
+
+def strings_of(x):
+    "Every string in decoded JSON `x`, a string that holds a JSON list or object decoded too (a model's reply)."
+    if isinstance(x, dict): x = list(x.values())
+    if isinstance(x, list):
+        for v in x: yield from strings_of(v)
+    elif isinstance(x, str):
+        yield x
+        if x.lstrip()[:1] in ("{", "["):
+            try: yield from strings_of(json.loads(x))
+            except ValueError: pass
+
+
+def test_hints_that_json_escapes_and_dict_hints_and_their_echoes_leave_no_trace(tmp_path, base):
+    from webmix.llm import ScriptedServer
+    from webmix.policy import agent_reply, history_marks, request_text
+    hints = {"esc-1": 'PRIV-1 line one\nsays "use the lamp" at C:\\shop\\lamp',
+             "dict-1": {"answer": 'PRIV-2 the "Desk lamp"', "steps": ["open C:\\list", "line\nbreak"]}}
+    tasks = [{"task_id": "esc-1", "confirmed_task": "Find the cheapest lamp.", "website": f"{base}/sites/shop/products",
+              "level": "easy", "hint": hints["esc-1"]},
+             {"task_id": "dict-1", "confirmed_task": "Find a desk lamp.", "website": f"{base}/sites/shop/products",
+              "level": "easy", "hint": hints["dict-1"]}]
+    shown = {t["task_id"]: O.hint_text(t["hint"]) for t in tasks}        # as the prompt carries it
+    assert shown["dict-1"] == json.dumps(hints["dict-1"], ensure_ascii=False)
+    replies = []
+
+    def echo(body):
+        "A model that repeats the hint in its memory and next goal, then in its answer's text."
+        text = request_text(body) or ""
+        tid = next(t["task_id"] for t in tasks if t["confirmed_task"] in text)
+        h = shown[tid]
+        if not history_marks(text):
+            r = agent_reply(body, "scroll", {"down": True}, "Start.", f"Noted: {h}", f"Follow {h}", "echo 1")
+        else:
+            r = agent_reply(body, "done", {"text": f"Answer: {h}", "success": True}, "Read it.", f"Still {h}", "Finish.", "echo 2")
+        replies.append((tid, body, r))
+        return r
+
+    with ScriptedServer({"base": echo}) as srv:
+        run = O.run_online(tasks, tmp_path / "out", model="base", vllm=srv.base_url, hint_field="hint", record_rows=True,
+                           workers=1, timeout=120, pace_dir=tmp_path / "pace", progress=False)
+    assert all(l["ok"] and l["rows"] == 2 for l in run.results), run.results
+    assert not any(l["hint_left"] for l in run.results)
+    for tid, h in shown.items():
+        sent = [(b, r) for t, b, r in replies if t == tid]
+        # the hint reached the model, and the model echoed it in its later prompt (its memory in the history)
+        assert any(h in s for b, _ in sent for s in strings_of(b["messages"]))
+        assert any(f"Noted: {h}" in s for s in strings_of(sent[1][0]["messages"]))
+        # what the online runner's detector says of the rows as they were sent: the hint is there
+        assert O.hint_in([{"messages": b["messages"], "target": json.dumps(r)} for b, r in sent], tasks[0 if tid == "esc-1" else 1], tasks[0 if tid == "esc-1" else 1]["hint"])
+        ep = tmp_path / "out" / tid
+        rows = [json.loads(l) for l in (ep / "rows" / "rows.jsonl").read_text().splitlines()]
+        assert [r["op"] for r in rows] == ["scroll", "done"]
+        records = [rows, json.loads((ep / "rows" / "episode.json").read_text()), json.loads((ep / "history_0.json").read_text()),
+                   json.loads((ep / "result.json").read_text())["thoughts"]]
+        for rec in records:
+            assert not [s for s in strings_of(rec) if h in s or "PRIV-" in s], (tid, rec)
+        # the task stays, and so does what the model said around the hint
+        task = next(t for t in tasks if t["task_id"] == tid)
+        assert any(task["confirmed_task"] in s for s in strings_of(rows[0]["messages"]))
+        assert json.loads(rows[0]["target"])["memory"].startswith("Noted: ")
+        assert json.loads(rows[1]["target"])["action"][0]["done"]["text"] == "Answer: "
+        assert any("Noted: " in s for s in strings_of(rows[1]["messages"]))
+
+
+# ---- resume: every option that decides results is checked
+
+def test_a_resume_with_other_deciding_options_is_refused_naming_them(tmp_path):
+    from webmix import runs
+    from webmix.llm import ScriptedServer
+    out, kw = tmp_path / "out", dict(model="base", vllm="http://127.0.0.1:9/v1", pace_dir=tmp_path / "pace", progress=False)
+    O.run_online([], out, **kw)                                          # the manifest of the first session
+    settings = json.loads((out / "manifest.json").read_text())["settings"]
+    assert {"planner_turns", "timeout", "record_rows", "hint_field", "max_steps"} <= set(settings)
+    assert not {"vllm", "pace_dir", "pace_cooldown"} & set(settings)
+    for change, named in [({"planner_turns": 4}, "planner_turns None -> 4"), ({"timeout": 60}, "timeout 1800.0 -> 60.0"),
+                          ({"record_rows": True}, "record_rows False -> True"), ({"arm": "agent"}, "arm 'base' -> 'agent'")]:
+        with pytest.raises(runs.ManifestMismatch) as e: O.run_online([], out, **{**kw, **change})
+        assert named in str(e.value), str(e.value)
+    # what does not decide results: another server address, pacing, workers
+    O.run_online([], out, **{**kw, "vllm": "http://127.0.0.1:10/v1", "pace_cooldown": 5.0}, workers=2)
+    O.run_online([], out, **kw, timeout=60, force=True)                  # forced: the difference is recorded
+    m = json.loads((out / "manifest.json").read_text())
+    assert len(m["sessions"]) == 3 and m["sessions"][-1]["forced"] == ["timeout 1800.0 -> 60.0"]
+    # the command says it in one line, before any browser
+    (tmp_path / "t.json").write_text(json.dumps([{"task_id": "a", "confirmed_task": "Look.", "website": "http://127.0.0.1:9/"}]))
+    with ScriptedServer({"base": lambda body: {}}) as srv:
+        msg = cli("online", "--tasks", str(tmp_path / "t.json"), "--arm", "base", "--model", "base", "--vllm", srv.base_url,
+                  "--pace-dir", str(tmp_path / "pace"), "--out", str(out), "--planner-turns", "3")
+    assert msg.startswith("webmix online: ") and "planner_turns None -> 3" in msg and "--force" in msg, msg

@@ -24,9 +24,10 @@ from webmix.pool import kept, pool_items
 def _facts():
     "A product's name and price, and the shop's SKU prefix, as the seeded shop shows them."
     import re
-    from webmix.miniweb import create_app
+    from webmix.config import admin_headers
+    from webmix.miniweb import COOKIE, create_app
     c = create_app().test_client()
-    c.get("/_admin/session-flags")
+    c.set_cookie(COOKIE, c.get("/_admin/session-flags", headers=admin_headers()).get_json()["session"])
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", c.get("/sites/shop/products/3").get_data(as_text=True)))
     name = re.search(r"› Products › (.+?) \1", text).group(1)
     return name, re.search(r"Price (\$[\d,.]+)", text).group(1)

@@ -1,11 +1,11 @@
 """Site specs of one's own beside the embedded ones: WEBMIX_SITES_DIR and load_sites(sites_dir=...), in-process and served."""
 import json, os
-from urllib.request import urlopen
+from urllib.request import Request, urlopen
 
 import pytest
 import yaml
 
-from webmix.config import SITES_DIR
+from webmix.config import SITES_DIR, admin_headers
 from webmix.miniweb import Servers, SpecError, free_ports, load_sites, site_summary
 
 
@@ -17,7 +17,7 @@ def write_copy(folder, name, of="shop"):
 
 
 def get(url):
-    with urlopen(url, timeout=30) as r: return r.status, r.read().decode()
+    with urlopen(Request(url, headers=admin_headers()), timeout=30) as r: return r.status, r.read().decode()
 
 
 def test_sites_dir_adds_its_specs_beside_the_embedded_ones(tmp_path):

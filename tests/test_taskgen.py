@@ -2,7 +2,7 @@
 arm against the scripted policy in Chromium (with human-style tasks of the training sites beside them, whose verifier grades are the truth),
 judged by the scripted judges through the real openai and google-genai clients (faults, retries, the cache, a SIGKILL),
 validated against the verifiers, and selected as rows up to a budget."""
-import contextlib, io, json, os, shutil, signal, subprocess, sys, time
+import contextlib, io, json, os, re, shutil, signal, subprocess, sys, threading, time
 
 import pytest
 
@@ -209,3 +209,93 @@ def test_sigkill_during_judge_then_rerun_judges_no_episode_twice(run, tmp_path):
         again = set(slow.requests[before:])
     assert s["judged"] == len(keys) and s["errors"] == 0
     assert not again & judged and again == set(keys) - judged
+
+
+ELEMENT_LINE = re.compile(r'<[a-z0-9-]+( [a-z-]+="[^"]*")*>( .+)? -> ')     # the online runner's `<tag k="v"> name -> `
+
+
+def test_as_online_writes_the_action_lines_the_online_runner_writes(run, tmp_path):
+    online = J.as_online(run["run"], tmp_path / "online")
+    clicks = 0
+    for key, ep, _, _ in T.run_episodes(run["run"]):
+        result = json.loads((online / key / "result.json").read_text())
+        acts = [next(iter(a.items())) for a in json.loads((ep / "grade_inputs.json").read_text())["actions"]]
+        acts = [(name, params) for name, params in acts if name not in ("done", "macro_done")]    # an answer, not an action
+        assert len(result["action_history"]) == len(acts), key
+        for (name, params), line in zip(acts, result["action_history"]):
+            if name == "click" and "index" in params:
+                assert ELEMENT_LINE.match(line) and line.endswith(" -> CLICK") and "index" not in line, line
+                clicks += line.startswith("<") and not line.startswith("<element>")
+            elif name == "input": assert ELEMENT_LINE.match(line) and line.endswith(f" -> TYPE: {params['text']}"), line
+            elif name == "select_dropdown": assert ELEMENT_LINE.match(line) and line.endswith(f" -> SELECT: {params['text']}"), line
+            elif name == "navigate": assert line == f"NAVIGATE -> {params['url']}"
+            elif name == "scroll": assert line in ("SCROLL DOWN", "SCROLL UP")
+            else: assert line.startswith(name.upper() + " "), line
+        steps = len(json.loads((ep / "history.json").read_text())["history"])
+        assert len(result["thoughts"]) == steps and all(isinstance(t, str) for t in result["thoughts"])
+    assert clicks >= 1                                     # element clicks carry the element acted on, as online's do
+
+
+def kill_listener(port) -> None:
+    "Kill this process's child that listens on `port` (a MiniWeb server dying mid-episode)."
+    import psutil
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if any(c.laddr.port == port and c.status == psutil.CONN_LISTEN for c in p.net_connections("tcp")): p.kill()
+        except psutil.Error: pass
+
+
+def test_validation_leaves_out_episodes_no_verifier_graded(tmp_path):
+    from webmix.policy import ScriptedPolicy, history_marks, request_text
+    ids = {"graded": "start-board-card", "slow": "second-page-top-poster", "broken": "count-short-available-books"}
+    tasks = {t["task_id"]: t for t in human_tasks("train") if t["task_id"] in ids.values()}
+    policy, release, port = ScriptedPolicy(seed=3), threading.Event(), free_ports(1)[0]
+
+    def model(body):
+        "The scripted policy; stuck on one task's second step (a timeout); the server killed as another task answers."
+        text = request_text(body) or ""
+        if tasks[ids["slow"]]["instruction"] in text and history_marks(text): release.wait(240)
+        reply = policy.respond(body)
+        if tasks[ids["broken"]]["instruction"] in text and "done" in (reply.get("action") or [{}])[0]: kill_listener(port)
+        return reply
+
+    rdir = tmp_path / "run"
+    with llm.ScriptedServer({"base": model}) as srv:
+        try: run_evaluate([tasks[ids[k]] for k in ("graded", "slow", "broken")], rdir, vllm=srv.base_url, base_name="base",
+                          timeout=90, workers=1, ports=[port], progress=False)
+        finally: release.set()
+    lines = T.runs.latest(T.runs.read_results(rdir))
+    assert lines[ids["slow"]]["cause"].startswith("timeout") and lines[ids["broken"]]["ok"] is False, lines
+    assert json.loads((rdir / ids["broken"] / "grade_inputs.json").read_text()).get("error"), "the server died: no grade inputs"
+    truth = bool(lines[ids["graded"]]["ok"])
+    right = {ids["graded"]: "SUCCESS" if truth else "NOT SUCCESS", ids["slow"]: "SUCCESS", ids["broken"]: "SUCCESS"}
+    wrong = {**right, ids["graded"]: "NOT SUCCESS" if truth else "SUCCESS"}
+    # a right judge agrees on every graded episode; the two graded by nothing are counted apart, not as false positives
+    with llm.ScriptedServer(T.ScriptedJudge(verdicts=right)) as srv:
+        r = T.validate(rdir, T.model_spec("scripted-judge", srv.base_url), workers=1, progress=False, say=lambda *_: None)
+    a = r["table"].iloc[0]
+    assert (a.episodes, a.agreement, a.fp, a.ungraded) == (1, 1.0, 0, 2), r["table"]
+    assert sorted((u["task_id"], u["why"]) for u in r["ungraded"]) == sorted([(ids["slow"], "timeout"), (ids["broken"], "error")])
+    assert set(r["pairs"].task_id) == {ids["graded"]} and r["table"][r["table"].by == "site"].ungraded.sum() == 2
+    saved = json.loads((T.judge_dir(rdir) / "_validate.json").read_text())
+    assert saved["metrics"]["ungraded"] == 2 and len(saved["ungraded"]) == 2
+    # a wrong judge disagrees
+    with llm.ScriptedServer(T.ScriptedJudge(verdicts=wrong)) as srv:
+        T.judge_run(rdir, T.model_spec("scripted-judge", srv.base_url), workers=1, out=tmp_path / "wrong", progress=False,
+                    say=lambda *_: None)
+    assert T.compare(rdir, tmp_path / "wrong")[1].iloc[0].agreement == 0.0
+    # WebJudge's validation path: the same episodes left out
+    by_text = {tasks[k]["instruction"]: v for k, v in right.items()}
+    with llm.ScriptedServer(lambda req: T.stand_in_reply(req, **webjudge_handlers(J.ScriptedWebJudge(verdicts=by_text)))) as srv:
+        w = J.validate_judge(rdir, "webjudge", T.model_spec("scripted-webjudge", srv.base_url), workers=1, progress=False,
+                             say=lambda *_: None)
+    b = w["table"].iloc[0]
+    assert (b.episodes, b.agreement, b.ungraded) == (1, 1.0, 2) and len(w["ungraded"]) == 2
+    # the command says how many were left out, and why
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf): cli(["taskgen", "validate", str(rdir)])
+    assert "2 episode(s) no verifier graded (error: 1, timeout: 1): left out of the agreement" in buf.getvalue()
+
+
+def webjudge_handlers(wj) -> dict:
+    return {"webjudge_key_points": wj.key_points, "webjudge_screenshot": wj.screenshot, "webjudge_outcome": wj.outcome}

@@ -6,15 +6,17 @@ answer tiers."""
 
 # %% auto #0
 __all__ = ['ISO_DATE', 'ACTION_ALIASES', 'TARGET_KEYS', 'NUMBER', 'ANSWER_MATCHERS', 'ENTRY_MATCHERS', 'MONTHS', 'MONTH_NUMBER',
-           'RELAXED_FIELDS', 'LOCAL_ORIGIN', 'LOG_FIELDS', 'TIERS', 'JUDGE_ASK', 'norm', 'number', 'recorded_date',
-           'value_matches', 'show', 'match_request', 'match_change', 'match_clipboard', 'action_of', 'match_event',
-           'numbers_in', 'clean_answer', 'contains_phrase', 'check_answer', 'run_check', 'gate', 'dates_in',
-           'relax_recorded_dates', 'rebase', 'merge_server_log', 'check_condition', 'verify_macro', 'precise_match',
-           'judge_answer', 'grade_answer', 'verify_task']
+           'RELAXED_FIELDS', 'LOCAL_ORIGIN', 'RECORDED_ACTIONS', 'INPUT_ACTIONS', 'EVENT_TARGET', 'LOG_FIELDS', 'TIERS',
+           'JUDGE_ASK', 'norm', 'number', 'recorded_date', 'value_matches', 'show', 'match_request', 'match_change',
+           'match_clipboard', 'action_of', 'match_event', 'numbers_in', 'clean_answer', 'contains_phrase',
+           'check_answer', 'run_check', 'gate', 'dates_in', 'relax_recorded_dates', 'rebase', 'recorded_action',
+           'recorded_target', 'on_site', 'recorded_events', 'GateInputs', 'gate_task', 'merge_server_log',
+           'check_condition', 'verify_macro', 'precise_match', 'judge_answer', 'grade_answer', 'verify_task']
 
 # %% ../nbs/03_checks.ipynb #b7912b3b
-import re
+import json, re
 from datetime import date
+from typing import TypedDict
 from urllib.parse import parse_qs, urlsplit
 from .config import judge_settings
 
@@ -288,6 +290,56 @@ def rebase(obj, base: str):
     if isinstance(obj, dict): return {k: rebase(v, base) for k, v in obj.items()}
     if isinstance(obj, list): return [rebase(v, base) for v in obj]
     return obj
+
+# %% ../nbs/03_checks.ipynb #d33ddb56
+RECORDED_ACTIONS = {"click": "click", "select": "select", "submit": "submit", "drag": "drag", "draw": "draw",
+                    "copy": "clipboard_write", "key": "key", "scroll": "scroll"}
+INPUT_ACTIONS = {"range": "drag", "file": "upload"}      # a recorded input by its element's type; any other is typing
+EVENT_TARGET = ("tag", "control_id", "part", "value", "id", "name", "type", "text", "href", "label")
+
+def recorded_action(entry) -> str | None:
+    "The checks' name for a recorder entry's action; None for an entry that is no action of the user (a page load)."
+    if entry.get("type") == "input": return INPUT_ACTIONS.get((entry.get("target") or {}).get("type"), "type")
+    return RECORDED_ACTIONS.get(entry.get("type"))
+
+def recorded_target(target) -> dict:
+    "A recorder target as an event target: the control's data-value as `value`, empty fields left out."
+    t = {**(target or {}), "value": (target or {}).get("value_attr")}
+    return {k: t[k] for k in EVENT_TARGET if t.get(k) not in (None, "")}
+
+def on_site(url, site) -> bool:
+    "Is `url` a page of MiniWeb site `site`?"
+    path = urlsplit(url or "").path
+    return path == f"/sites/{site}" or path.startswith(f"/sites/{site}/")
+
+def recorded_events(entries, site=None) -> list:
+    "The action events of a recorder stream (see above); with `site`, only those on that site's pages."
+    out = []
+    for e in entries or []:
+        action = recorded_action(e)
+        if action is None or (site and not on_site(e.get("url"), site)): continue
+        out.append({"type": "action", "action": action, "target": recorded_target(e.get("target")),
+                    **{k: e[k] for k in ("value", "to", "points", "t", "url") if k in e}})
+    return out
+
+class GateInputs(TypedDict):
+    "What a generated task's gate reads of one session (grade_inputs.json holds these, and may hold more)."
+    base: str                  # the MiniWeb server the session ran on
+    log: list                  # its request log (/_admin/log)
+    record: list               # its recorder stream (/_admin/record)
+    changes: list              # its data changes (/_admin/changes)
+    clip: list                 # its clipboard texts (/_admin/clipboard)
+    answer: str | None         # the agent's final answer
+    seen: list                 # the text of every screen the agent saw
+
+def gate_task(task, inputs: GateInputs):
+    "A generated task's grade from its session's `inputs` alone (see above) -> (ok, detail, evidence)."
+    t = rebase(task, inputs["base"])
+    check = relax_recorded_dates(t["check"], [t["instruction"], json.dumps(t.get("option"))])
+    changes = [c for c in inputs["changes"] or [] if c.get("site") in (None, t["site"])]   # collections are a site's own too
+    return gate(check, t.get("verifier"), inputs["log"], recorded_events(inputs["record"], t["site"]), changes,
+                inputs["clip"], inputs["answer"], inputs["seen"])
+
 
 # %% ../nbs/03_checks.ipynb #7c6a6d7c
 LOG_FIELDS = ("t", "site", "method", "path", "query", "form", "status")

@@ -10,8 +10,9 @@ __all__ = ['CONTROL_IDS_JS', 'ROWS_HOWTO', 'MAIN_ARMS', 'COMMANDS', 'sites_list'
 # %% ../nbs/90_cli.ipynb #9bb8c56b
 import argparse, asyncio, json, sys
 from . import config
-from .config import DEFAULT_PORTS, DEFAULT_WORKERS, comma_list, ports_arg
+from .config import ADMIN_HEADER, DEFAULT_PORTS, DEFAULT_WORKERS, admin_key, comma_list, ports_arg
 from .miniweb import Servers, load_sites, site_summary, sitemap, serve
+from .tasks import add_tasks_cli
 from .datagen import add_datagen_cli
 from .plan_data import add_plan_data_cli
 from .evaluate import add_evaluate_cli
@@ -35,6 +36,8 @@ def sites_sitemap(args):
     except KeyError as e: sys.exit(str(e.args[0]))
 
 def sites_serve(args):
+    # a person serving the sites by hand reaches the admin API with this key (WEBMIX_ADMIN_KEY sets it)
+    print(f"admin API key ({ADMIN_HEADER} header): {admin_key()}", flush=True)
     if len(args.ports) == 1: return serve(args.ports[0])
     with Servers(ports=args.ports) as srv:
         print("serving " + "  ".join(srv.bases) + "  (Ctrl-C stops)", flush=True)
@@ -192,7 +195,7 @@ def add_main(sub):
     p.set_defaults(func=with_sites_dir(run_main))
 
 # %% ../nbs/90_cli.ipynb #aa85bf48
-COMMANDS = [add_sites, add_main, add_datagen_cli, add_plan_data_cli, add_evaluate_cli, add_policy_cli, add_online_cli, add_taskgen_cli, add_judge_cli, add_views_cli]
+COMMANDS = [add_sites, add_main, add_tasks_cli, add_datagen_cli, add_plan_data_cli, add_evaluate_cli, add_policy_cli, add_online_cli, add_taskgen_cli, add_judge_cli, add_views_cli]
 
 def parser():
     ap = CommandParser(prog="webmix", description="webmix: a workbench for training and evaluating web-browsing agents")

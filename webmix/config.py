@@ -6,11 +6,11 @@ split: the one place every other module reads them from."""
 # %% auto #0
 __all__ = ['PKG_DIR', 'SITES_DIR', 'TEMPLATES_DIR', 'STATIC_DIR', 'SCHEMAS_DIR', 'MAX_STEPS', 'DEFAULT_PORTS', 'PLAN_DATA_PORTS',
            'DEFAULT_WORKERS', 'UNIT_TIMEOUT_S', 'CHAIN_TIMEOUT_S', 'CHAIN_TURN_TIMEOUT_S', 'SERVER_START_TIMEOUT_S',
-           'MODEL_TIMEOUT_S', 'AGENT_STEP_TIMEOUT_S', 'ADMIN_TIMEOUT_S', 'CHROMIUM', 'OPENAI_KEY_VARS',
+           'MODEL_TIMEOUT_S', 'AGENT_STEP_TIMEOUT_S', 'ADMIN_TIMEOUT_S', 'ADMIN_HEADER', 'CHROMIUM', 'OPENAI_KEY_VARS',
            'GEMINI_KEY_VARS', 'OFFLINE_ENV', 'PROCESS_SUBDIRS', 'data_dir', 'runs_dir', 'annotations_dir',
            'extra_sites_dirs', 'site_split', 'split_of', 'append_jsonl', 'json_lines', 'write_json_atomic', 'short',
-           'comma_list', 'int_list', 'ports_arg', 'chain_timeout_s', 'env_key', 'openai_base_url', 'ray_address',
-           'judge_settings', 'tmp_base', 'setup_env', 'at_exit']
+           'comma_list', 'int_list', 'ports_arg', 'check_folder_name', 'chain_timeout_s', 'admin_key', 'admin_headers',
+           'env_key', 'openai_base_url', 'ray_address', 'judge_settings', 'tmp_base', 'setup_env', 'at_exit']
 
 # %% ../nbs/00_config.ipynb #048a030b
 import json, os
@@ -108,6 +108,13 @@ def ports_arg(s) -> list:
     if any(not 1024 <= p <= 65535 for p in ports): raise ArgumentTypeError(f"ports must be in 1024-65535: {s!r}")
     return ports
 
+# %% ../nbs/00_config.ipynb #26dd7d92
+def check_folder_name(name, where, what="task_id", error=ValueError) -> str:
+    "`name` when it can name one folder inside a run folder (see above); else `error` naming `where`, `what` and `name`."
+    fits = isinstance(name, str) and 0 < len(name) <= 200 and not name.startswith((".", "_")) and not set(name) & set("/\\\0")
+    if not fits: raise error(f"{where}: {what} {name!r} cannot name a folder")
+    return name
+
 # %% ../nbs/00_config.ipynb #7c0f1a02
 DEFAULT_PORTS = (8318, 8319)           # `webmix sites serve`, datagen and `miniweb.Servers()`
 PLAN_DATA_PORTS = (8320, 8321)         # plan-data's own pair
@@ -125,6 +132,21 @@ ADMIN_TIMEOUT_S = 30                   # one read of MiniWeb's admin API (harnes
 def chain_timeout_s(turns: int) -> float:
     "Seconds a plan-data chain of `turns` planner turns may run."
     return CHAIN_TIMEOUT_S + CHAIN_TURN_TIMEOUT_S * turns
+
+# %% ../nbs/00_config.ipynb #cd5779db
+import secrets
+
+ADMIN_HEADER = "X-MiniWeb-Admin-Key"      # the header every /_admin request must carry
+_ADMIN_KEY = []                            # this process's key, made on first use
+
+def admin_key() -> str:
+    "This process's MiniWeb admin key: `WEBMIX_ADMIN_KEY` when set, else a random one made once."
+    if not _ADMIN_KEY: _ADMIN_KEY.append(os.environ.get("WEBMIX_ADMIN_KEY") or secrets.token_hex(16))
+    return _ADMIN_KEY[0]
+
+def admin_headers() -> dict:
+    "The headers of an admin request."
+    return {ADMIN_HEADER: admin_key()}
 
 # %% ../nbs/00_config.ipynb #7c0f1a05
 import tempfile

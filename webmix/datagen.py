@@ -15,11 +15,11 @@ from pathlib import Path
 from . import harness as H
 from . import runs
 from .catalog import FAMILY_OF
-from .checks import gate
+from .checks import GateInputs, gate_task
 from .config import MAX_STEPS, UNIT_TIMEOUT_S, comma_list, short
 from .drivers import Driver
 from .pool import read_results, write_pool
-from .tasks import all_tasks
+from .tasks import all_tasks, stop_unknown
 
 # %% ../nbs/05c_datagen.ipynb #0d955c7e
 GRACE_S = 30          # browser start and close, the backend reads: beyond the episode's own timeout
@@ -84,8 +84,10 @@ async def _attempt(task, worker, tmp, res, timeout, net_log):
             record = (await H.admin_get(bs, worker.base, "/_admin/record")).get("entries", [])
         finally:
             H.drop_agent_folders(agent)
-    ok, detail, _ = gate(task["check"], task.get("verifier"), log, driver.events() + record, changes, clip,
-                         driver.answer, driver.seen)
+    inputs = GateInputs(base=worker.base, log=log, record=record, changes=changes, clip=clip, answer=driver.answer,
+                        seen=driver.seen)
+    _write_json(tmp / "grade_inputs.json", inputs)      # the gate reads nothing else: evaluate's grade of the task reads the same
+    ok, detail, _ = gate_task(task, inputs)
     res.update(ok=bool(ok and driver.finished and not driver.error), detail=str(detail)[:500],
                steps=len(driver.steps), answer=driver.answer, cause=_cause(ok, str(detail)[:300], driver, driver.finished))
     _write_json(tmp / "trajectory.json", trajectory_of(task, driver, history, final_url))
@@ -160,16 +162,11 @@ def run_datagen(out, sites=None, macros=None, per_control=1, seed=0, tasks=None,
     return summary
 
 # %% ../nbs/05c_datagen.ipynb #d0494d15
-def _known(kind, asked, known):
-    "Stop with a one-line message naming what is unknown and what there is."
-    bad = [x for x in asked or [] if x not in known]
-    if bad: raise SystemExit(f"webmix datagen: unknown {kind} {', '.join(bad)} (there are: {', '.join(sorted(known))})")
-
 def _datagen_cmd(args):
     from webmix.catalog import MACROS
     from webmix.miniweb import load_sites
     runs.use_sites_dir(args)
-    _known("site", args.sites, load_sites()); _known("macro", args.macros, MACROS)
+    stop_unknown("datagen", "site", args.sites, load_sites()); stop_unknown("datagen", "macro", args.macros, MACROS)
     try:
         s = run_datagen(args.out, args.sites, args.macros, args.per_control, args.seed, args=vars(args),
                         **runs.run_kwargs(args))

@@ -5,26 +5,28 @@ done-gating, human-style and datagen tasks, grades from the backend, regrading, 
 
 # %% auto #0
 __all__ = ['ARMS', 'ADAPTER_OF_FAMILY', 'ADAPTERS', 'REASONING', 'SEVERAL', 'MAX_GATES', 'TASK_FIELDS', 'ROW_FAMILY',
-           'UPLOAD_BYTES', 'DEFAULT_BASE_NAME', 'family_of', 'family_plan', 'task_family', 'arm_models', 'sub_model',
-           'premature', 'router_note', 'gate_done', 'Routed', 'TaskFileError', 'load_tasks', 'human_tasks',
-           'app_directory', 'prepare_human', 'prepare_proposed', 'prepare', 'action_events', 'history_actions', 'grade',
-           'grade_inputs', 'record_requests', 'write_rows', 'step_op', 'without_text', 'episode_rows', 'unit_key',
-           'unit_fields', 'histories', 'held_agents', 'partial_history', 'final_screenshot', 'episode_record',
-           'run_episode', 'eval_options', 'run_evaluate', 'load_results', 'success_table', 'by_site', 'effort',
-           'run_summary', 'tally', 'regrade', 'serve_cmd', 'check_server', 'add_evaluate_cli']
+           'UPLOAD_BYTES', 'DEFAULT_BASE_NAME', 'option', 'MISSING', 'REGRADE_COUNTS', 'family_of', 'family_plan',
+           'task_family', 'arm_models', 'sub_model', 'premature', 'router_note', 'gate_done', 'Routed', 'TaskFileError',
+           'load_tasks', 'human_tasks', 'app_directory', 'prepare_human', 'prepare_proposed', 'prepare',
+           'history_actions', 'grade', 'grade_inputs', 'record_requests', 'write_rows', 'step_op', 'without_text',
+           'episode_rows', 'unit_key', 'unit_fields', 'histories', 'held_agents', 'partial_history', 'final_screenshot',
+           'episode_record', 'grade_episode', 'episode_cause', 'run_episode', 'EvalOptions', 'excluded_actions',
+           'agent_actions', 'requested_models', 'check_served', 'run_evaluate', 'load_results', 'outcome', 'graded',
+           'success_table', 'by_site', 'effort', 'run_summary', 'tally', 'regrade', 'serve_cmd', 'add_evaluate_cli']
 
 # %% ../nbs/11_evaluate.ipynb #12f1e68a
 import asyncio, base64, copy, json, os, shutil
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from urllib.error import URLError
-from urllib.request import ProxyHandler, build_opener
 
 from . import checks, runs
 from . import harness as H
-from .catalog import FAMILY_OF, NAV, REASON, SELECT, TEXT
-from .config import annotations_dir, data_dir, json_lines, site_split
+from .agent import VERSIONS
+from .catalog import FAMILIES, FAMILY_OF, NAV, REASON, SELECT, TEXT
+from .config import annotations_dir, check_folder_name, data_dir, json_lines, site_split
+from .llm import require_served
 
 # %% ../nbs/11_evaluate.ipynb #d81b7c09
 ARMS = ("base", "pooled", "oracle", "agent_planner")
@@ -72,10 +74,11 @@ def premature(plan_left: int, acted: int, family) -> bool:
     return plan_left > 1 or (plan_left == 1 and acted == 0 and family != REASONING)
 
 def router_note(families) -> str:
-    "What the router tells the specialist when it gates a done: the planned steps still left."
+    "What the router tells the specialist when it gates a done: the planned steps still left, the one the done came in first."
     from webmix.agent import FAMILY_HINTS
     left = [f"{f} ({FAMILY_HINTS[f].rstrip('.')})" if FAMILY_HINTS.get(f) else str(f) for f in families]
-    return (f"The task is not finished yet. The router's plan still has {len(left)} step(s): " + "; then ".join(left)
+    return (f"The task is not finished yet. The router's plan still has {len(left)} step{'s' * (len(left) != 1)}: "
+            + "; then ".join(left)
             + ". Re-read the task, find the part that is not done yet, and do it; call done only when every part is finished.")
 
 def gate_done(completion, is_premature: bool, gates: int) -> bool:
@@ -109,7 +112,8 @@ class Routed:
         gated = self.gate and gate_done(out.completion, premature(left, self.acted, family), self.gates)
         self.gates += gated
         if gated and self.note and self.bs is not None and self.families[0]:
-            H.ROUTER_NOTES[id(self.bs)] = router_note(self.families[self.k + 1:])
+            # the done was premature in step k, so step k is left too: the plan from it on
+            H.ROUTER_NOTES[id(self.bs)] = router_note(self.families[self.k:])
         acts = [a.model_dump(exclude_none=True) for a in getattr(out.completion, "action", None) or []]
         self.trace.append({"model": self.llm.model, "action": acts, **({"gated": True} if gated else {})})
         if any("macro_done" in a for a in acts): self.k, self.acted = self.k + 1, 0
@@ -134,6 +138,7 @@ def load_tasks(path) -> list:
         if kind not in TASK_FIELDS: raise TaskFileError(f"{path}, line {n}: unknown task kind {kind!r} (kinds: {', '.join(TASK_FIELDS)})")
         missing = [f for f in TASK_FIELDS[kind] if f not in t]
         if missing: raise TaskFileError(f"{path}, line {n}: the task has no {', '.join(missing)}")
+        check_folder_name(t["task_id"], f"{path}, line {n}", error=TaskFileError)      # its episode's folder in --out
         tasks.append(t if kind == "datagen" else {"macro": "proposed", "macros": [], "sites": [t["site"]], **t})
     return tasks
 
@@ -152,6 +157,7 @@ def human_tasks(split="test", macros=None, folder=None) -> list:
         d = d.parent
         if not (d / "verifier.json").exists(): continue
         t = json.loads((d / "task.json").read_text())
+        check_folder_name(t["task_id"], d / "task.json", error=TaskFileError)
         if split == "train" and set(t["sites"]) & set(sp["test"]): continue     # a train task touches no held-out site
         if not set(t["sites"]) & sites: continue
         if macros and not set(macros) & {m.split("#")[0] for m in t["macros"]}: continue
@@ -191,18 +197,6 @@ async def prepare(bs, base, task) -> tuple:
     return task["instruction"], H.start_url(base, task)
 
 # %% ../nbs/11_evaluate.ipynb #f498d7af
-def action_events(trace) -> list:
-    "The model's actions as recorder-style action events (what a gate's event checks read)."
-    kinds = {"input": ("type", "text"), "send_keys": ("key", "keys"), "select_dropdown": ("select", "text"),
-             "click": ("click", None), "done": ("answer", "text")}
-    out = []
-    for t in trace:
-        for a in t["action"]:
-            (name, p), = a.items()
-            kind, field = kinds.get(name, (name, None))
-            out.append({"type": "action", "action": kind, "target": "", **({"value": (p or {}).get(field)} if field else {})})
-    return out
-
 def history_actions(hist) -> list:
     "Every action of a browser-use history (or of the specialists' histories), as {name: params}."
     return [a.model_dump(exclude_none=True) for h in histories(hist)
@@ -217,21 +211,19 @@ def grade(task, g) -> tuple:
     if task.get("kind") == "human":
         report = checks.verify_task(task["verifier"], g["traj"], g["answer"] or "", question=task["instruction"])
         return bool(report["passed"]), str(report["summary"])[:300]
-    t = checks.rebase(task, g["base"])
-    check = checks.relax_recorded_dates(t["check"], [t["instruction"], json.dumps(t.get("option"))])
-    ok, detail, _ = checks.gate(check, t.get("verifier"), g["log"], g["events"], g["changes"], g["clip"], g["answer"], g["seen"])
+    if "record" not in g: return False, "no recorder stream in the grade inputs: not graded"
+    ok, detail, _ = checks.gate_task(task, g)
     return bool(ok), str(detail)[:300]
 
-async def grade_inputs(bs, base, task, answer, seen, actions, trace=None) -> dict:
-    "Everything `grade` reads, from the episode's MiniWeb session, and the model's `actions` (see above)."
+async def grade_inputs(bs, base, task, answer, seen, actions) -> dict:
+    "Everything `grade` reads, from the episode's MiniWeb session, with the model's `actions` for a judge (see above)."
     log, changes, clip = await H.backend_state(bs, base)
     g = {"base": base, "answer": answer, "seen": seen, "log": log, "changes": changes, "clip": clip, "actions": actions}
-    if task.get("kind") == "human":
-        record = (await H.admin_get(bs, base, "/_admin/record")).get("entries", [])
-        return {**g, "traj": checks.merge_server_log([e for e in record if e.get("type") != "network"], log)}
     if task.get("kind") == "proposed": return g
-    events = action_events(trace or [{"action": actions}]) + [{"type": "action", "action": "clipboard_write", "target": "", "value": v} for v in clip]
-    return {**g, "events": events}
+    record = (await H.admin_get(bs, base, "/_admin/record")).get("entries", [])
+    if task.get("kind") == "human":
+        return {**g, "traj": checks.merge_server_log([e for e in record if e.get("type") != "network"], log)}
+    return {**g, "record": record}                     # a checks.GateInputs, as datagen's gate saves it
 
 # %% ../nbs/11_evaluate.ipynb #740e2e18
 def record_requests(llm, kept: list) -> None:
@@ -341,97 +333,181 @@ async def _agent(o, task, bs, base, prompt, start, llm, router, seen, files=(), 
     async def after_step(_):
         try: seen.append(await H.seen(bs))
         except Exception: pass
-    if o["arm"] == "agent_planner":
+    if o.arm == "agent_planner":
         from webmix.agent import run_planner_agent
-        pick = lambda f: sub_model(f, o["adapters"], o["base_name"], o["fallback"], o["reasoning_to_fallback"])
-        hist, trace, _ = await run_planner_agent(bs, task["instruction"], start, pick, o["vllm"], o["planner_name"],
-                                                 context=prompt[len(task["instruction"]):], sub_cap=o["sub_cap"],
-                                                 max_turns=o["planner_turns"], on_end=after_step,
-                                                 temperature=o["temperature"], version=o["agent_version"], expose=held)
+        pick = lambda f: sub_model(f, o.adapters, o.base_name, o.fallback, o.reasoning_to_fallback)
+        hist, trace, _ = await run_planner_agent(bs, task["instruction"], start, pick, o.vllm, o.planner_name,
+                                                 context=prompt[len(task["instruction"]):], sub_cap=o.sub_cap,
+                                                 max_turns=o.planner_turns, on_end=after_step, temperature=o.temperature,
+                                                 version=o.agent_version, expose=held,
+                                                 exclude_actions=excluded_actions(o.allow_js))
         router.trace = [{"model": t.get("model"), "action": [], **t} for t in trace]
         return hist
-    agent = H.Agent(task=H.instruction(prompt, start), llm=llm, browser_session=bs, tools=H.make_tools(),
-                    available_file_paths=files, max_failures=3, **H.AGENT_KWARGS)
+    agent = H.Agent(task=H.instruction(prompt, start), llm=llm, browser_session=bs,
+                    tools=H.make_tools(exclude=excluded_actions(o.allow_js)), available_file_paths=files, max_failures=3,
+                    **H.AGENT_KWARGS)
     held["agent"] = agent
     H.use_normalized_coordinates(bs)
-    return await agent.run(max_steps=o["max_steps"] or H.MAX_STEPS, on_step_start=lambda a: H.enable_clipboard(bs, a),
+    return await agent.run(max_steps=o.max_steps or H.MAX_STEPS, on_step_start=lambda a: H.enable_clipboard(bs, a),
                            on_step_end=after_step)
 
 def episode_record(task, o, start) -> dict:
     "episode.json: the task as this episode ran it."
     keep = ("task_id", "kind", "site", "sites", "macro", "macros", "instruction", "key", "start_path", "task_kind")
-    return {**{k: task[k] for k in keep if k in task}, "kind": task.get("kind", "datagen"), "start": start, "arm": o["arm"]}
+    return {**{k: task[k] for k in keep if k in task}, "kind": task.get("kind", "datagen"), "start": start, "arm": o.arm}
+
+def grade_episode(task, g) -> tuple:
+    "(ok, detail, grade_error) from the grade inputs `g`: `grade`'s verdict, or (None, detail, the cause) when grading fails."
+    try: ok, detail = grade(task, g)
+    except Exception as e:          # noqa: BLE001  the grader's failure, not the agent's: success unknown, --regrade tries again
+        return None, f"grade error: {runs.describe(e)}", runs.describe(e)
+    return ok, detail, None
+
+def episode_cause(task, ok, detail, g, grade_error=None) -> str | None:
+    "Why an episode is not a success, in one line (None when it is one)."
+    if ok: return None
+    if grade_error: return f"grade error: {grade_error}"[:300]
+    if g.get("timed_out"): return f"timeout after {g['timed_out']:g}s"
+    if task.get("kind") == "proposed": return "pending: judge"
+    return f"not graded a success: {detail}"[:300]
+
+def _save(unsaved: dict, name: str, write, failed=None):
+    "`write()`, or `failed` when it raises: a file that will not save (a history that does not serialize) is named in `unsaved`."
+    try: return write()
+    except Exception as e:                             # noqa: BLE001  the episode is kept without that file
+        unsaved[name] = runs.describe(e)
+        return failed
 
 async def run_episode(unit, worker) -> dict:
     "One episode of `unit` on the worker's server (see above) -> its result line."
     o, task, key = worker.options, unit["task"], unit_key(unit)
     kind = task.get("kind", "datagen")
-    ep, res, kept, seen, held = worker.stage(key), {"arm": o["arm"], "ok": False}, [], [], {}
+    ep, res, kept, seen, held = worker.stage(key), {"arm": o.arm, "ok": False}, [], [], {}
     async with worker.browser(task if kind == "datagen" else None) as bs:
         prompt, start = await prepare(bs, worker.base, task)
         (ep / "episode.json").write_text(json.dumps(episode_record(task, o, start), indent=1, ensure_ascii=False))
-        llm = H.make_llm(o["base_name"], o["vllm"], temperature=o["temperature"], max_tokens=o["max_tokens"])
-        if o["record_rows"]: record_requests(llm, kept)
-        if o["arm"] == "agent_planner": router = SimpleNamespace(trace=[])
+        llm = H.make_llm(o.base_name, o.vllm, temperature=o.temperature, max_tokens=o.max_tokens)
+        if o.record_rows: record_requests(llm, kept)
+        if o.arm == "agent_planner": router = SimpleNamespace(trace=[])
         else:
             fams = [family_of(m) for m in family_plan(task)]
-            router = Routed(llm, arm_models(o["arm"], task, o["base_name"], o["adapters"], o["pooled_name"]), fams,
-                            gate=(o["gate_done"] or o["gate_note"]) and o["arm"] == "oracle", note=o["gate_note"], bs=bs)
+            router = Routed(llm, arm_models(o.arm, task, o.base_name, o.adapters, o.pooled_name), fams,
+                            gate=(o.gate_done or o.gate_note) and o.arm == "oracle", note=o.gate_note, bs=bs)
         files = _write_files(task, ep / "_files")
         timed_out = None
-        try: hist = await asyncio.wait_for(_agent(o, task, bs, worker.base, prompt, start, llm, router, seen, files, held), o["timeout"])
+        try: hist = await asyncio.wait_for(_agent(o, task, bs, worker.base, prompt, start, llm, router, seen, files, held), o.timeout)
         except asyncio.TimeoutError:
             H.do_not_keep(bs)                          # an agent was cancelled in it: the next unit gets a new browser
-            hist, timed_out = partial_history(held), o["timeout"]
+            hist, timed_out = partial_history(held), o.timeout
         answer = None if timed_out else hist.final_result()
-        trace = router.trace if router.trace and all(t.get("action") for t in router.trace) else None
         try:
             seen.append(await H.seen(bs))
-            g = await grade_inputs(bs, worker.base, task, answer, seen, history_actions(hist), trace)
+            g = await grade_inputs(bs, worker.base, task, answer, seen, history_actions(hist))
         except Exception as e:                         # a browser left unusable: the episode still says what it has
             g = {"base": worker.base, "answer": answer, "seen": seen, "actions": history_actions(hist), "error": runs.describe(e)}
         await final_screenshot(bs, ep / "final.png")
     if timed_out: g["timed_out"] = timed_out
-    (ep / "grade_inputs.json").write_text(json.dumps(g, default=str))
-    ok, detail = grade(task, g)
-    cause = None if ok else f"timeout after {timed_out:g}s" if timed_out else "pending: judge" if kind == "proposed" else f"not graded a success: {detail}"
-    res.update(ok=ok, detail=detail, cause=cause[:300] if cause else None,
+    unsaved = {}                                       # from here on nothing that fails loses the episode
+    _save(unsaved, "grade_inputs.json", lambda: (ep / "grade_inputs.json").write_text(json.dumps(g, default=str)))
+    ok, detail, grade_error = grade_episode(task, g)
+    res.update(ok=ok, detail=detail, cause=episode_cause(task, ok, detail, g, grade_error),
                steps=sum(len(h.history) for h in histories(hist)), answer=answer, done=bool(hist.is_done()),
                models=[t.get("model") for t in router.trace], gates=sum(bool(t.get("gated")) for t in router.trace),
-               screenshots=_save_screenshots(hist, ep))     # a timed-out episode's too: partial_history has them
+               screenshots=_save(unsaved, "screen_N.png", lambda: _save_screenshots(hist, ep), 0))   # a timed-out one's too
+    if grade_error: res["grade_error"] = grade_error
     H.drop_agent_folders(*held_agents(held))           # their screenshots are saved now
-    (ep / "trace.json").write_text(json.dumps(router.trace, indent=1, default=str))
-    hist.save_to_file(ep / "history.json")
-    if o["record_rows"] and kind == "proposed" and kept:
+    _save(unsaved, "trace.json", lambda: (ep / "trace.json").write_text(json.dumps(router.trace, indent=1, default=str)))
+    _save(unsaved, "history.json", lambda: hist.save_to_file(ep / "history.json"))
+    if (planner := held.get("planner")) is not None:    # agent_planner: the planner's own turns, beside its specialists'
+        res["planner_steps"] = len(planner.history.history)
+        _save(unsaved, "planner_history.json", lambda: planner.history.save_to_file(ep / "planner_history.json"))
+    if o.record_rows and kind == "proposed" and kept:
         meta = {"instruction": task["instruction"], "site": task["site"], "start_path": task["start_path"], "source": "taskgen"}
-        res["rows"] = episode_rows(ep / "rows", key, kept, meta)
-    elif o["record_rows"] and ok and kept: res["rows"] = write_rows(ep, key, o["record_family"] or family_of(task["macro"]), kept)
+        res["rows"] = _save(unsaved, "rows", lambda: episode_rows(ep / "rows", key, kept, meta), 0)
+    elif o.record_rows and ok and kept:
+        family = o.record_family or family_of(task["macro"])
+        res["rows"] = _save(unsaved, "rows.jsonl", lambda: write_rows(ep, key, family, kept), 0)
+    if unsaved: res["unsaved"] = unsaved
     shutil.rmtree(ep / "_files", ignore_errors=True)
     worker.place(ep, Path(worker.out) / key)
     return res
 
 # %% ../nbs/11_evaluate.ipynb #5e137fc1
 DEFAULT_BASE_NAME = "qwen35-4b"
+option = runs.option
 
-def eval_options(arm="base", vllm="http://127.0.0.1:8400/v1", base_name=DEFAULT_BASE_NAME, adapters=(), pooled_name="pooled",
-                 fallback=None, reasoning_to_fallback=False, gate_done=False, gate_note=False, temperature=0.0,
-                 max_tokens=1024, max_steps=0, timeout=600.0, record_rows=False, record_family=None,
-                 planner_name=DEFAULT_BASE_NAME, sub_cap=15, planner_turns=12, agent_version="v1") -> dict:
-    "The options every episode of a run reads (the CLI's flags of the same names)."
-    if arm not in ARMS: raise ValueError(f"unknown arm {arm!r} (arms: {', '.join(ARMS)})")
-    return {k: (sorted(v) if isinstance(v, (set, tuple)) else v) for k, v in locals().items()}
+@dataclass(frozen=True)
+class EvalOptions:
+    "The options every episode of a run reads (see above): run_evaluate's keywords, the CLI's flags, the manifest's settings."
+    arm: str = option("base", "base, pooled, oracle (per-macro adapters) or agent_planner", required=True, choices=ARMS)
+    vllm: str = option("http://127.0.0.1:8400/v1", "the OpenAI-compatible server's /v1 URL",
+                       deciding=False)           # where the server is; the names it serves are checked at the start
+    base_name: str = option(DEFAULT_BASE_NAME, "the base model's served name")
+    adapters: tuple = option((), "adapters the server serves, e.g. drag,io,select,rest")
+    pooled_name: str = option("pooled", "the adapter the pooled arm uses")
+    fallback: str | None = option(None, "agent_planner: the model of a family without its adapter (default: the base)")
+    reasoning_to_fallback: bool = option(False, "reasoning steps go to --fallback too")
+    gate_done: bool = option(False, "oracle: the router turns a premature done into macro_done")
+    gate_note: bool = option(False, "--gate-done that also tells the specialist the steps left")
+    planner_name: str = option(DEFAULT_BASE_NAME, "agent_planner: the planner's served model")
+    sub_cap: int = option(15, "agent_planner: steps per delegated step")
+    planner_turns: int = option(12, "agent_planner: the planner's own turns")
+    agent_version: str = option("v1", f"agent_planner: the planner agent's version ({', '.join(VERSIONS)})")
+    temperature: float = option(0.0, "sampling temperature of every model call")
+    max_tokens: int = option(1024, "reply budget per model call")
+    max_steps: int = option(0, f"step cap of a single agent (0: {H.MAX_STEPS})")
+    timeout: float = option(600.0, "seconds one episode's agent may run; a timed-out episode keeps the steps it took")
+    repeats: int = option(1, "episodes per task")
+    record_rows: bool = option(False, "write passing episodes' requests and replies as rows")
+    record_family: str | None = option(None, "--record-rows: the rows' family (default: the task's)")
+    allow_js: bool = option(False, "give the agent browser-use's evaluate action (JavaScript of its own in the page)")
 
-def run_evaluate(tasks, out, repeats=1, progress=True, args=None, **kw) -> dict:
-    "Evaluate `tasks` into `out` (see above); `kw`: eval_options, then run_units options. -> the tally by arm and family."
-    names = set(eval_options.__code__.co_varnames[:eval_options.__code__.co_argcount])
-    opts = eval_options(**{k: v for k, v in kw.items() if k in names})
-    engine = {k: v for k, v in kw.items() if k not in names}
-    units = [{"task": t, "repeat": r, "repeats": repeats, "arm": opts["arm"]} for t in tasks for r in range(repeats)]
-    settings = {k: opts[k] for k in ("arm", "base_name", "adapters", "gate_done", "gate_note", "temperature", "max_steps")}
-    runs.run_units(units, run_episode, out, runner="evaluate", key=unit_key, fields=unit_fields, timeout=opts["timeout"] + 60,
-                   options=opts, settings=settings, args=args or {"tasks": len(tasks), "repeats": repeats},
-                   models=[{"role": "agent", "name": n, "url": opts["vllm"]} for n in [opts["base_name"], *opts["adapters"]]],
-                   progress=progress, desc=f"evaluate {opts['arm']}", **engine)
+    def __post_init__(self):
+        if self.arm not in ARMS: raise ValueError(f"unknown arm {self.arm!r} (arms: {', '.join(ARMS)})")
+        if self.agent_version not in VERSIONS:
+            raise ValueError(f"unknown agent version {self.agent_version!r} (versions: {', '.join(VERSIONS)})")
+        if self.repeats < 1: raise ValueError(f"repeats must be 1 or more, not {self.repeats}")
+        names = self.adapters.split(",") if isinstance(self.adapters, str) else self.adapters
+        object.__setattr__(self, "adapters", tuple(sorted({n.strip() for n in names if n.strip()})))
+        object.__setattr__(self, "timeout", float(self.timeout))
+
+    def settings(self) -> dict:
+        "What decides this run's results (every field but `vllm`, and the agent's actions): what a resume must match."
+        return {**runs.deciding_settings(self), "actions": agent_actions(self.allow_js)}
+
+def excluded_actions(allow_js=False) -> tuple:
+    "The browser-use actions an evaluated agent does not get: JavaScript of its own, unless `allow_js`."
+    return () if allow_js else H.JS_ACTIONS
+
+def agent_actions(allow_js=False) -> list:
+    "The names of the actions an evaluated agent (a single agent, or a planner's specialist) has."
+    return sorted(H.make_tools(exclude=excluded_actions(allow_js)).registry.registry.actions)
+
+def requested_models(o: EvalOptions, tasks) -> list:
+    "Every model name the arm of `o` may ask the server for on `tasks`, in the order of first use."
+    if o.arm == "agent_planner":            # the planner may delegate to any family
+        names = [o.planner_name] + [sub_model(f, o.adapters, o.base_name, o.fallback, o.reasoning_to_fallback) for f in FAMILIES]
+    else: names = [n for t in tasks for n in arm_models(o.arm, t, o.base_name, o.adapters, o.pooled_name)]
+    return list(dict.fromkeys(names))
+
+def check_served(o: EvalOptions, tasks) -> list:
+    "The names the run will ask for, when the server at `o.vllm` serves them all; else RunRefused in one line (see above)."
+    names = requested_models(o, tasks)
+    try: require_served(o.vllm, names)
+    except ValueError as e: raise runs.RunRefused(f"--vllm: {e}") from None
+    return names
+
+def run_evaluate(tasks, out, progress=True, args=None, options: EvalOptions | None = None, **kw) -> dict:
+    "Evaluate `tasks` into `out` (see above); `kw`: EvalOptions' fields (or the record as `options`), then run_units'. -> the tally."
+    opts, engine = (options, kw) if options is not None else runs.split_options(EvalOptions, kw)
+    for i, t in enumerate(tasks): check_folder_name(t.get("task_id"), f"task {i + 1} of {len(tasks)}")   # a folder of `out`
+    names = check_served(opts, tasks)
+    units = [{"task": t, "repeat": r, "repeats": opts.repeats, "arm": opts.arm} for t in tasks for r in range(opts.repeats)]
+    roles = {opts.planner_name: "planner"} if opts.arm == "agent_planner" else {}
+    runs.run_units(units, run_episode, out, runner="evaluate", key=unit_key, fields=unit_fields, timeout=opts.timeout + 60,
+                   options=opts, settings=opts.settings(), args=args or {"tasks": len(tasks), "repeats": opts.repeats},
+                   models=[{"role": roles.get(n, "agent"), "name": n, "url": opts.vllm} for n in names],
+                   progress=progress, desc=f"evaluate {opts.arm}", **engine)
     df = load_results(out)
     if progress and len(df): print(run_summary(df), flush=True)
     return tally(df)
@@ -442,45 +518,85 @@ def load_results(out):
     rows = list(runs.latest(runs.read_results(out)).values())
     return pd.DataFrame(rows)
 
+MISSING = "-"           # a table cell no episode stands behind
+
+def outcome(ok) -> str:
+    "A line's outcome by its `ok`: 'ok', 'failed', or 'grade error' (None, or pandas' NaN for it: success unknown)."
+    if ok is None or (isinstance(ok, float) and ok != ok): return "grade error"
+    return "ok" if bool(ok) else "failed"
+
+def graded(df):
+    "The lines of `df` with a grade (a grade error has none)."
+    return df[df["ok"].map(outcome) != "grade error"] if len(df) else df
+
+def _ok_of(g) -> str: return f"{int(g.astype(bool).sum())}/{len(g)}"
+
 def success_table(df):
-    "Success (episodes ok / run) by arm x family, with every arm's total."
-    t = df.assign(ok=df["ok"].astype(bool)).pivot_table(index="family", columns="arm", values="ok", aggfunc=["sum", "count"])
-    out = t["sum"].astype(int).astype(str) + "/" + t["count"].astype(int).astype(str)
-    total = df.groupby("arm")["ok"].agg(lambda s: f"{int(s.sum())}/{len(s)}")
-    out.loc["all"] = total
+    "Success ('ok/graded') by family x arm with each arm's total; MISSING where an arm has no episode; grade errors a row of their own."
+    import pandas as pd
+    arms, done = sorted(set(df["arm"])), graded(df)
+    cells = done.groupby(["family", "arm"])["ok"].agg(_ok_of).to_dict() if len(done) else {}
+    rows = {f: {a: cells.get((f, a), MISSING) for a in arms} for f in sorted({f for f, _ in cells})}
+    rows["all"] = {a: _ok_of(done["ok"][done["arm"] == a]) if (done["arm"] == a).any() else MISSING for a in arms}
+    errors = Counter(df["arm"][df["ok"].map(outcome) == "grade error"])
+    if errors: rows["grade errors"] = {a: str(errors[a]) for a in arms}
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=arms)
+    out.index.name, out.columns.name = "family", "arm"
     return out
 
 def by_site(df):
-    "Success by site and arm ('ok/run')."
-    g = df.assign(ok=df["ok"].astype(bool)).groupby(["site", "arm"])["ok"]
-    return (g.sum().astype(int).astype(str) + "/" + g.count().astype(str)).unstack("arm").fillna("")
+    "Success by site and arm ('ok/graded'); MISSING where an arm has no graded episode of a site."
+    done = graded(df)
+    if not len(done): return done.iloc[:0, :0]
+    return done.groupby(["site", "arm"])["ok"].agg(_ok_of).unstack("arm").fillna(MISSING)
 
 def effort(df):
-    "Median steps and seconds per episode, by arm and outcome."
-    d = df.assign(outcome=df["ok"].map({True: "ok", False: "failed"}))
+    "Median steps and seconds per episode, by arm and outcome (the lines of episodes that started: they have steps)."
+    import pandas as pd
+    d = df[df["steps"].notna()] if "steps" in df else df.iloc[:0]
+    d = d.assign(outcome=d["ok"].map(outcome), steps=pd.to_numeric(d["steps"]), duration_s=pd.to_numeric(d["duration_s"]))
     return d.groupby(["arm", "outcome"]).agg(episodes=("task_id", "count"), median_steps=("steps", "median"),
                                              median_s=("duration_s", "median")).round(1)
 
+def _causes(lines, n=5) -> str:
+    return "; ".join(f"{c} ({k})" for c, k in Counter(str(c)[:120] for c in lines["cause"]).most_common(n))
+
 def run_summary(df) -> str:
-    "What a run prints at its end: success by arm x family, by site, then steps and durations."
-    return "\n\n".join([success_table(df).to_string(), by_site(df).to_string(), effort(df).to_string()])
+    "What a run prints at its end (see above): episodes, units that failed without one and grade errors, with causes; the tables."
+    started = df[df["steps"].notna()] if "steps" in df else df.iloc[:0]
+    before, errors = df.drop(started.index), df[df["ok"].map(outcome) == "grade error"]
+    head = f"{len(started)} episode{'s' * (len(started) != 1)}"
+    if len(before): head += f", {len(before)} failed without an episode: {_causes(before)}"
+    if len(errors): head += f"; {len(errors)} not graded (grade errors, --regrade grades them again): {_causes(errors)}"
+    tables = [success_table(df), by_site(df), effort(df)] if len(started) else []
+    return "\n\n".join([head] + [t.to_string() for t in tables if t.size])
 
 def tally(df) -> dict:
+    "{arm/family: {ok, episodes graded, grade_errors}}."
     if not len(df): return {}
-    return {f"{a}/{f}": {"ok": int(g["ok"].sum()), "episodes": len(g)} for (a, f), g in df.groupby(["arm", "family"])}
+    out = {}
+    for (a, f), g in df.groupby(["arm", "family"]):
+        kinds = Counter(g["ok"].map(outcome))
+        out[f"{a}/{f}"] = {"ok": kinds["ok"], "episodes": kinds["ok"] + kinds["failed"], "grade_errors": kinds["grade error"]}
+    return out
 
 # %% ../nbs/11_evaluate.ipynb #1c524420
+REGRADE_COUNTS = {"ok": "ok", "failed": "failed", "grade error": "grade_errors"}
+
 def regrade(tasks, out) -> dict:
-    "Grade every episode of `out` again from its saved inputs (see above)."
+    "Grade every episode of `out` again from its saved inputs (see above) -> {ok, failed, grade_errors (those there are), changed}."
     out, by_id = Path(out), {t["task_id"]: t for t in tasks}
     counts, changed, lines = Counter(), 0, []
     for key, r in runs.latest(runs.read_results(out)).items():
         f, task = out / key / "grade_inputs.json", by_id.get(key.split("~r")[0])
         if task is not None and f.exists():
-            ok, detail = grade(task, json.loads(f.read_text()))
-            changed += ok != bool(r.get("ok"))
-            r = {**r, "ok": ok, "detail": detail, "regraded": True}
-        counts["ok" if r.get("ok") else "failed"] += 1
+            g = json.loads(f.read_text())
+            ok, detail, error = grade_episode(task, g)
+            changed += outcome(ok) != outcome(r.get("ok"))
+            r = {k: v for k, v in r.items() if k != "grade_error"}
+            r.update(ok=ok, detail=detail, cause=episode_cause(task, ok, detail, g, error), regraded=True,
+                     **({"grade_error": error} if error else {}))
+        counts[REGRADE_COUNTS[outcome(r.get("ok"))]] += 1
         lines.append(json.dumps(r, default=str))
     (out / "results_regraded.jsonl").write_text("".join(l + "\n" for l in lines))
     return {**counts, "changed": changed}
@@ -492,14 +608,6 @@ def serve_cmd(model="Qwen/Qwen3.5-4B", adapters_dir="adapters", port=8400, names
     loras = [f"{n}={Path(adapters_dir) / n}" for n in names]
     return ["vllm", "serve", model, "--served-model-name", served_name, "--port", str(port), "--enable-lora",
             "--max-lora-rank", str(max_lora_rank), "--max-loras", str(len(loras)), "--lora-modules", *loras]
-
-def check_server(url, timeout=5.0) -> list:
-    "The model names an OpenAI-compatible server at `url` serves; a one-line ValueError when it does not answer."
-    try:
-        with build_opener(ProxyHandler({})).open(url.rstrip("/") + "/models", timeout=timeout) as r:
-            return [m["id"] for m in json.load(r).get("data", [])]
-    except (URLError, OSError, ValueError, KeyError) as e:
-        raise ValueError(f"no OpenAI-compatible server answers at {url} ({getattr(e, 'reason', e)})") from None
 
 # %% ../nbs/11_evaluate.ipynb #7fdaf116
 def _eval_tasks(args) -> list:
@@ -515,14 +623,13 @@ def _evaluate_cmd(args):
     except TaskFileError as e: raise SystemExit(f"webmix evaluate: {e}")
     if args.regrade:
         r = regrade(tasks, args.regrade)
-        print(f"regraded {args.regrade}: {r.get('ok', 0)} ok, {r.get('failed', 0)} failed ({r['changed']} changed) -> "
-              f"{Path(args.regrade) / 'results_regraded.jsonl'}")
+        print(f"regraded {args.regrade}: {r.get('ok', 0)} ok, {r.get('failed', 0)} failed, {r.get('grade_errors', 0)} grade errors "
+              f"({r['changed']} changed) -> {Path(args.regrade) / 'results_regraded.jsonl'}")
         return 0
-    try: check_server(args.vllm)
-    except ValueError as e: raise SystemExit(f"webmix evaluate: --vllm: {e}")
-    opts = {k: getattr(args, k) for k in eval_options.__code__.co_varnames[:eval_options.__code__.co_argcount]}
+    try: opts = runs.options_of(EvalOptions, args)           # --timeout is the run options' (add_run_options)
+    except ValueError as e: raise SystemExit(f"webmix evaluate: {e}")
     engine = {k: v for k, v in runs.run_kwargs(args).items() if k != "timeout"}     # the episode's: in opts
-    try: run_evaluate(tasks, args.out, repeats=args.repeats, args=vars(args), **opts, **engine)
+    try: run_evaluate(tasks, args.out, options=opts, args=vars(args), **engine)
     except runs.RunRefused as e: raise SystemExit(f"webmix evaluate: {e}")
     return 0
 
@@ -538,34 +645,17 @@ def _names(s): return [x for x in s.split(",") if x]
 def add_evaluate_cli(sub):
     "Register `evaluate` and `serve-cmd` on an argparse subparsers object."
     p = sub.add_parser("evaluate", help="run an arm of agents on tasks against an OpenAI-compatible server, graded by the backend")
-    p.add_argument("--arm", required=True, choices=ARMS, help="base, pooled, oracle (per-macro adapters) or agent_planner")
+    runs.add_option_flags(p, EvalOptions, skip=("timeout",))          # --arm, --vllm, ... --allow-js: see EvalOptions
     p.add_argument("--tasks", default=None, help="a datagen tasks file (JSON lines)")
     p.add_argument("--human", action="store_true", help="the human-style tasks of data/annotations instead")
     p.add_argument("--human-split", default="test", choices=["test", "train", "all"], help="--human: held-out sites, train sites, or all")
     p.add_argument("--human-macros", type=_names, default=None, help="--human: only tasks with one of these macros")
-    p.add_argument("--vllm", default="http://127.0.0.1:8400/v1", help="the OpenAI-compatible server's /v1 URL")
-    p.add_argument("--base-name", default=DEFAULT_BASE_NAME, help="the base model's served name")
-    p.add_argument("--adapters", type=_names, default=[], help="adapters the server serves, e.g. drag,io,select,rest")
-    p.add_argument("--pooled-name", default="pooled", help="the adapter the pooled arm uses")
-    p.add_argument("--fallback", default=None, help="agent_planner: the model of a family without its adapter (default: the base)")
-    p.add_argument("--reasoning-to-fallback", action="store_true", help="reasoning steps go to --fallback too")
-    p.add_argument("--gate-done", action="store_true", help="oracle: the router turns a premature done into macro_done")
-    p.add_argument("--gate-note", action="store_true", help="--gate-done that also tells the specialist the steps left")
-    p.add_argument("--planner-name", default=DEFAULT_BASE_NAME, help="agent_planner: the planner's served model")
-    p.add_argument("--sub-cap", type=int, default=15, help="agent_planner: steps per delegated step")
-    p.add_argument("--planner-turns", type=int, default=12, help="agent_planner: the planner's own turns")
-    p.add_argument("--agent-version", default="v1", help="agent_planner: the planner agent's version")
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--max-tokens", type=int, default=1024, help="reply budget per model call")
-    p.add_argument("--max-steps", type=int, default=0, help=f"step cap of a single agent (0: {H.MAX_STEPS})")
-    p.add_argument("--repeats", type=int, default=1, help="episodes per task")
     p.add_argument("--task-ids", type=_names, default=None, help="only these task ids")
-    p.add_argument("--record-rows", action="store_true", help="write passing episodes' requests and replies as rows")
-    p.add_argument("--record-family", default=None, help="--record-rows: the rows' family (default: the task's)")
     p.add_argument("--regrade", default=None, help="an earlier run folder: grade it again from its grade_inputs.json")
     p.add_argument("--resume", action="store_true", help="finish the run in --out (every run does: an episode with a line is not run again)")
     p.add_argument("--verifier-only", action="store_true", help="grade with the backend check and the verifier only (always so here)")
-    runs.add_run_options(p, timeout=600.0, out_help=None)
+    timeout = EvalOptions.__dataclass_fields__["timeout"]
+    runs.add_run_options(p, timeout=timeout.default, out_help=None, timeout_help=timeout.metadata["help"])
     p.set_defaults(func=_evaluate_cmd)
     q = sub.add_parser("serve-cmd", help="print (or --run) the vLLM command serving a base model with the arms' LoRA adapters")
     q.add_argument("--model", default="Qwen/Qwen3.5-4B")

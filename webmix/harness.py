@@ -5,15 +5,18 @@ backend reads, the extra actions (macro_done, drag, draw, clipboard), scripted a
 
 # %% auto #0
 __all__ = ['BROWSER_USE_IMPORT_ENV', 'DEAD', 'VIEWPORT', 'SESSION_COOKIE', 'QUIET_ARGS', 'LOOPBACK_ARGS', 'NORMALIZED',
-           'ROUTER_NOTES', 'QUIET_PREFS', 'NOT_A_HOST', 'VISIBLE_TEXT', 'CLICK_QUIET_S', 'CLICK_WAIT_S',
-           'DOWNLOAD_GRACE_S', 'CLICK_PAUSES', 'PACED_VERSION', 'KEEP_UNITS', 'AGENT_KWARGS', 'chromium_args',
-           'HarnessSession', 'watch_downloads', 'make_session', 'browser_processes', 'close_session', 'is_loopback',
-           'loopback_only', 'net_log_hosts', 'goto', 'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state',
-           'session_flags', 'start_url', 'new_miniweb_session', 'prepare', 'enable_clipboard', 'has_screenshot',
-           'screenshot_png', 'with_screenshot', 'use_normalized_coordinates', 'viewport_size', 'to_pixels',
-           'to_normalized', 'element_index', 'stroke', 'DragAction', 'Point', 'DrawAction', 'PasteAction', 'make_tools',
-           'NetworkWatch', 'settled', 'settle_clicks', 'pace_clicks', 'fresh_state', 'do_not_keep', 'clear_clipboard',
-           'KeptBrowser', 'browser', 'ScriptedChat', 'make_llm', 'drop_agent_folders', 'instruction']
+           'ROUTER_NOTES', 'QUIET_PREFS', 'NOT_A_HOST', 'VISIBLE_TEXT', 'RECORDER_WORLD', 'RECORDER_BINDING',
+           'RECORDER_JS', 'RANGE_THUMB_PX', 'JS_ACTIONS', 'CLICK_QUIET_S', 'CLICK_WAIT_S', 'DOWNLOAD_GRACE_S',
+           'CLICK_PAUSES', 'PACED_VERSION', 'KEEP_UNITS', 'AGENT_KWARGS', 'chromium_args', 'HarnessSession',
+           'watch_downloads', 'make_session', 'browser_processes', 'close_session', 'is_loopback', 'loopback_only',
+           'net_log_hosts', 'goto', 'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state', 'session_flags',
+           'start_url', 'open_session', 'new_miniweb_session', 'prepare', 'Recorder', 'recorder_setup',
+           'start_recorder', 'flush_recorder', 'playwright_session', 'playwright_session_sync', 'enable_clipboard',
+           'has_screenshot', 'screenshot_png', 'with_screenshot', 'use_normalized_coordinates', 'viewport_size',
+           'to_pixels', 'to_normalized', 'element_index', 'element_box', 'viewport_css', 'is_slider', 'point_on',
+           'clamp_into', 'element_points', 'stroke', 'Point', 'DragAction', 'DrawAction', 'PasteAction', 'drag_end',
+           'make_tools', 'NetworkWatch', 'settled', 'settle_clicks', 'pace_clicks', 'fresh_state', 'do_not_keep',
+           'clear_clipboard', 'KeptBrowser', 'browser', 'ScriptedChat', 'make_llm', 'drop_agent_folders', 'instruction']
 
 # %% ../nbs/04_harness.ipynb #baaaf972
 import asyncio, base64, inspect, ipaddress, json, os, shutil, sys, tempfile, threading, time
@@ -21,7 +24,7 @@ from contextlib import asynccontextmanager, contextmanager
 from functools import cache
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
-from urllib.request import ProxyHandler, build_opener
+from urllib.request import ProxyHandler, Request, build_opener
 from urllib.error import HTTPError
 
 # %% ../nbs/04_harness.ipynb #bcb43ede
@@ -54,7 +57,7 @@ with _env_for_import(BROWSER_USE_IMPORT_ENV):
     from browser_use.agent.views import ActionResult
     from browser_use.llm.messages import ContentPartImageParam, ContentPartTextParam, ImageURL
     from browser_use.llm.views import ChatInvokeCompletion
-from .config import ADMIN_TIMEOUT_S, CHROMIUM, MAX_STEPS, at_exit, setup_env   # runners use H.MAX_STEPS, H.Agent
+from .config import ADMIN_TIMEOUT_S, CHROMIUM, MAX_STEPS, admin_headers, at_exit, setup_env   # runners use H.MAX_STEPS, H.Agent
 from .llm import openai_key
 
 # %% ../nbs/04_harness.ipynb #58325053
@@ -323,11 +326,13 @@ async def seen(bs) -> str:
 # %% ../nbs/04_harness.ipynb #348f3eb7
 _NO_PROXY = build_opener(ProxyHandler({}))          # loopback reads never go through an environment proxy
 
-def _get_json(url: str, timeout=ADMIN_TIMEOUT_S):
+def _get_json(url: str, timeout=ADMIN_TIMEOUT_S, body: dict | None = None):
+    "An admin request with the admin key (see config.admin_key): a GET, or a POST of `body` as JSON."
+    data = None if body is None else json.dumps(body).encode()
     try:
-        with _NO_PROXY.open(url, timeout=timeout) as r: return json.loads(r.read())
+        with _NO_PROXY.open(Request(url, data=data, headers=admin_headers()), timeout=timeout) as r: return json.loads(r.read())
     except HTTPError as e:
-        raise RuntimeError(f"GET {url}: HTTP {e.code}: {e.read()[:300].decode(errors='replace')}") from None
+        raise RuntimeError(f"{'GET' if data is None else 'POST'} {url}: HTTP {e.code}: {e.read()[:300].decode(errors='replace')}") from None
 
 async def session_id(bs, base: str) -> str | None:
     "The MiniWeb session the browser holds for `base` (its session cookie), or None."
@@ -338,6 +343,7 @@ async def session_id(bs, base: str) -> str | None:
 
 async def admin_get(bs, base: str, path: str):
     "JSON from MiniWeb's admin API (`path` like '/_admin/log') for the browser's own session."
+    if path.split("?")[0] in ("/_admin/record", "/_admin/clipboard"): await flush_recorder(bs)
     sid = await session_id(bs, base)
     url = base.rstrip("/") + path
     if sid: url += ("&" if "?" in path else "?") + urlencode({"session": sid})
@@ -360,14 +366,178 @@ def start_url(base: str, task: dict) -> str:
     "The URL a task starts on, on the MiniWeb server `base`."
     return base + task["start"]["url"]
 
-async def new_miniweb_session(bs, base: str, flags: dict | None = None) -> None:
-    "A fresh MiniWeb session on `base` for the browser, with these session flags."
-    await goto(bs, f"{base}/_admin/session-flags" + ("?" + urlencode(flags) if flags else ""))
+def open_session(base: str, flags: dict | None = None) -> dict:
+    "A fresh MiniWeb session on `base` with these flags: {session, flags, cookie} (for any client; browsers: below)."
+    return _get_json(f"{base.rstrip('/')}/_admin/session-flags" + ("?" + urlencode(flags) if flags else ""))
+
+def _cookie_for(base, got) -> dict:
+    "The browser cookie of a session `open_session` opened."
+    return {"name": got["cookie"], "value": got["session"], "url": base.rstrip("/") + "/", "httpOnly": True, "sameSite": "Lax"}
+
+async def new_miniweb_session(bs, base: str, flags: dict | None = None) -> str:
+    "A fresh MiniWeb session on `base` with these flags, handed to the browser as its cookie, its recorder on; -> its id."
+    got = await asyncio.to_thread(open_session, base, flags)
+    await bs._cdp_client_root.send.Storage.setCookies(params={"cookies": [_cookie_for(base, got)]})
+    await start_recorder(bs, base, got["session"])
+    return got["session"]
 
 async def prepare(bs, base: str, task: dict) -> str:
     "Fresh MiniWeb session with the task's flags, then the task's start page; returns the start URL."
     await new_miniweb_session(bs, base, session_flags(task))
     return await goto(bs, start_url(base, task))
+
+# %% ../nbs/04_harness.ipynb #fe1d0ec4
+RECORDER_WORLD = "webmix-recorder"           # the isolated world the recorder runs in
+RECORDER_BINDING = "__webmixReport"          # its binding: a function in that world only
+
+RECORDER_JS = r"""(function () {
+  "use strict";
+  if (window.__webmixRecorderOn || typeof window.__webmixReport !== "function") return;
+  window.__webmixRecorderOn = true;
+  var report = window.__webmixReport;
+  function miniweb() { return !!document.querySelector('script[src$="/static/webmix.js"]'); }   // a MiniWeb page, not another document
+  function send(obj) { if (miniweb()) try { report(JSON.stringify(obj)); } catch (x) {} }
+  function site() { return (document.body && document.body.dataset.site) || ""; }
+  function describe(el) {
+    if (!el || !el.tagName) return null;
+    var ctl = el.closest("[data-control-id]");
+    var label = el.getAttribute("aria-label") || "";
+    if (!label && el.id) { var l = document.querySelector('label[for="' + CSS.escape(el.id) + '"]'); if (l) label = l.innerText.trim(); }
+    if (!label && el.closest("label")) label = el.closest("label").innerText.trim();
+    return {tag: el.tagName.toLowerCase(), control_id: ctl ? ctl.dataset.controlId : null,
+            part: ctl ? (ctl.dataset.part || null) : null, value_attr: ctl ? (ctl.dataset.value || null) : null,
+            id: el.id || null, name: el.getAttribute("name"), type: el.getAttribute("type"),
+            text: (el.innerText || el.value || "").trim().slice(0, 80), href: el.getAttribute("href"), label: label.slice(0, 80)};
+  }
+  function record(type, el, extra) {
+    var ev = {stream: "record", t: Date.now() / 1000, type: type, url: location.href, target: describe(el)};   // when it happened
+    for (var k in extra || {}) ev[k] = extra[k];
+    send(ev);
+  }
+  function copied(text, el, controlId) {
+    send({stream: "clipboard", t: Date.now() / 1000, site: site(), text: text, control_id: controlId || ""});
+    record("copy", el, {value: text});
+  }
+  function loaded() { if (document.body) record("load", document.body); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", loaded, {once: true}); else loaded();
+  document.addEventListener("click", function (e) {
+    if (!e.isTrusted) return;
+    record("click", e.target);
+    var b = e.target.closest && e.target.closest("[data-copy]");
+    if (b) copied(b.dataset.copy || "", b, b.dataset.controlId);
+  }, true);
+  document.addEventListener("change", function (e) {
+    var el = e.target;
+    if (el.tagName === "SELECT") record("select", el, {value: el.value, text: el.options[el.selectedIndex] ? el.options[el.selectedIndex].text : ""});
+    else if (el.type === "checkbox" || el.type === "radio") record("input", el, {value: el.checked ? el.value : "", checked: el.checked});
+    else if (el.type === "file") record("input", el, {value: Array.prototype.map.call(el.files, function (f) { return f.name; }).join(",")});
+    else if (el.type !== "password") record("input", el, {value: el.value});
+  }, true);
+  document.addEventListener("submit", function (e) { record("submit", e.target); }, true);
+  document.addEventListener("copy", function (e) {
+    var t = String(window.getSelection() || "");
+    if (e.isTrusted && t) copied(t, document.activeElement, "");
+  }, true);
+  var drag = null, stroke = null;
+  document.addEventListener("pointerdown", function (e) {
+    if (!e.isTrusted || !e.target.closest) return;
+    drag = e.target.closest(".board .card.draggable");
+    var pad = e.target.closest("canvas.pad");
+    stroke = pad ? {pad: pad, points: 1} : null;
+  }, true);
+  document.addEventListener("pointermove", function (e) {
+    if (e.isTrusted && stroke && e.target === stroke.pad) stroke.points++;
+  }, true);
+  function endStroke(e) {
+    if (!stroke || !e.isTrusted || e.target !== stroke.pad && e.type === "pointerleave") return;
+    record("draw", stroke.pad, {points: stroke.points}); stroke = null;
+  }
+  document.addEventListener("pointerleave", endStroke, true);
+  document.addEventListener("pointerup", function (e) {
+    if (!e.isTrusted) return;
+    endStroke(e);
+    if (!drag) return;
+    var card = drag; drag = null;
+    var shown = card.style.visibility; card.style.visibility = "hidden";
+    var under = document.elementFromPoint(e.clientX, e.clientY);
+    card.style.visibility = shown;
+    var col = under && under.closest(".column");
+    if (!col) return;
+    var cards = Array.prototype.filter.call(col.querySelectorAll(".card.draggable"), function (c) { return c !== card; });
+    var pos = cards.length;
+    for (var i = 0; i < cards.length; i++) { var r = cards[i].getBoundingClientRect(); if (e.clientY < r.top + r.height / 2) { pos = i; break; } }
+    record("drag", card, {to: {column: col.dataset.value, position: pos, target: describe(under)}});
+  }, true);
+})();"""
+
+# %% ../nbs/04_harness.ipynb #94d3923b
+class Recorder:
+    "Forwards one browser's recorder reports, in order, to its MiniWeb session (see above)."
+    def __init__(self, base: str, sid: str):
+        self.base, self.sid, self.last = base.rstrip("/"), sid, None
+
+    def forward(self, event) -> None:
+        "Send the report of a Runtime.bindingCalled event to the session's record or clipboard stream (blocks)."
+        if event.get("name") != RECORDER_BINDING: return
+        try: report = json.loads(event.get("payload") or "")
+        except ValueError: return
+        if not isinstance(report, dict): return
+        stream = "clipboard" if report.pop("stream", None) == "clipboard" else "record"
+        _get_json(f"{self.base}/_admin/{stream}?" + urlencode({"session": self.sid}), ADMIN_TIMEOUT_S, report)
+
+    def on_binding(self, event, session_id=None) -> None:
+        "The event handler in an event loop: forward the report behind the ones before it."
+        self.last = asyncio.get_running_loop().create_task(self._after(self.last, event))
+
+    async def _after(self, before, event) -> None:
+        if before is not None: await asyncio.gather(before, return_exceptions=True)
+        await asyncio.to_thread(self.forward, event)
+
+    async def flush(self) -> None:
+        "Wait until every report so far reached the server (a failed one raises)."
+        if self.last is not None: await self.last
+
+def recorder_setup() -> list:
+    "The CDP commands (method, params) that start the recorder in a tab: any CDP client can send them (a test's Playwright too)."
+    return [("Runtime.enable", {}), ("Page.enable", {}),             # else no bindingCalled, and no script in new documents
+            ("Runtime.addBinding", {"name": RECORDER_BINDING, "executionContextName": RECORDER_WORLD}),
+            ("Page.addScriptToEvaluateOnNewDocument", {"source": RECORDER_JS, "worldName": RECORDER_WORLD, "runImmediately": True})]
+
+async def start_recorder(bs, base: str, sid: str) -> None:
+    "Record what happens in the agent's tab into MiniWeb session `sid` on `base` (see above)."
+    rec = bs._webmix_recorder = Recorder(base, sid)
+    bs._cdp_client_root.register.Runtime.bindingCalled(rec.on_binding)
+    cdp = await bs.get_or_create_cdp_session()
+    if getattr(bs, "_webmix_recorder_target", None) != cdp.target_id:       # once per tab: they outlive its navigations
+        for method, params in recorder_setup():
+            domain, name = method.split(".")
+            await getattr(getattr(cdp.cdp_client.send, domain), name)(params=params or None, session_id=cdp.session_id)
+        bs._webmix_recorder_target = cdp.target_id
+
+async def flush_recorder(bs) -> None:
+    "Wait for the recorder's reports still on their way to the server (no-op without a recorder)."
+    rec = getattr(bs, "_webmix_recorder", None)
+    if rec is not None: await rec.flush()
+
+
+# %% ../nbs/04_harness.ipynb #4fb553e4
+async def playwright_session(context, page, base: str, flags: dict | None = None) -> str:
+    "A fresh MiniWeb session for an async Playwright `page` of `context`, its recorder on; -> the session id."
+    got = await asyncio.to_thread(open_session, base, flags)
+    await context.add_cookies([_cookie_for(base, got)])
+    cdp, rec = await context.new_cdp_session(page), Recorder(base, got["session"])
+    cdp.on("Runtime.bindingCalled", rec.forward)          # in order, before the next event is handled
+    for method, params in recorder_setup(): await cdp.send(method, params)
+    return got["session"]
+
+def playwright_session_sync(context, page, base: str, flags: dict | None = None) -> str:
+    "`playwright_session` for the sync Playwright API."
+    got = open_session(base, flags)
+    context.add_cookies([_cookie_for(base, got)])
+    cdp, rec = context.new_cdp_session(page), Recorder(base, got["session"])
+    cdp.on("Runtime.bindingCalled", rec.forward)
+    for method, params in recorder_setup(): cdp.send(method, params)
+    return got["session"]
 
 # %% ../nbs/04_harness.ipynb #5d9c50ff
 async def enable_clipboard(bs, agent=None) -> None:
@@ -430,6 +600,62 @@ async def element_index(bs, control_id: str, part=None):
         if a.get("data-control-id") == control_id and a.get("data-part") == part: return i
     return None
 
+RANGE_THUMB_PX = 16       # Chromium's default range thumb: a slider's values lie along its track, half a thumb in from each end
+
+async def element_box(bs, index: int, scroll: bool = True) -> tuple:
+    """(node, (x, y, width, height)) of the element at `index` in the last state the agent saw, in CSS pixels of the
+    viewport, scrolled into view first when `scroll`; (None, None) when no element has that index. Through CDP only
+    (DOM.scrollIntoViewIfNeeded, DOM.getContentQuads on the node's backend id): nothing runs in the page."""
+    node = await bs.get_element_by_index(index)
+    if node is None: return None, None
+    cdp = await bs.cdp_client_for_node(node)
+    send, target = cdp.cdp_client.send.DOM, {"backendNodeId": node.backend_node_id}
+    if scroll:
+        try: await send.scrollIntoViewIfNeeded(params=target, session_id=cdp.session_id)
+        except Exception: pass                     # a node that cannot scroll (fixed, or a page that does not) stays where it is
+    try: quads = (await send.getContentQuads(params=target, session_id=cdp.session_id)).get("quads") or []
+    except Exception: quads = []
+    if not quads:                                  # no layout box of its own (display: contents): its box model, if any
+        try: quads = [(await send.getBoxModel(params=target, session_id=cdp.session_id))["model"]["border"]]
+        except Exception: return node, None
+    xs, ys = [v for q in quads for v in q[0::2]], [v for q in quads for v in q[1::2]]
+    return node, (min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys))
+
+async def viewport_css(bs) -> tuple:
+    "(width, height) of the visible page in CSS pixels, from CDP's layout metrics."
+    cdp = await bs.get_or_create_cdp_session()
+    m = await cdp.cdp_client.send.Page.getLayoutMetrics(session_id=cdp.session_id)
+    v = m.get("cssVisualViewport") or m.get("cssLayoutViewport") or {}
+    return v.get("clientWidth", VIEWPORT["width"]), v.get("clientHeight", VIEWPORT["height"])
+
+def is_slider(node) -> bool:
+    return (node.tag_name or "").lower() == "input" and (node.attributes or {}).get("type", "").lower() == "range"
+
+def point_on(node, box, at=None) -> tuple:
+    """The point `at` ({x, y}: 0-1000 of the element's box; None: its centre) in CSS pixels. On a slider (an
+    `input type=range`) x runs along the thumb's travel: 0 is the thumb at the minimum, 1000 at the maximum."""
+    x, y, w, h = box
+    ax, ay = (500.0, 500.0) if at is None else (float(at.x), float(at.y))
+    if is_slider(node): return x + RANGE_THUMB_PX / 2 + ax / 1000 * max(w - RANGE_THUMB_PX, 0), y + ay / 1000 * h
+    return x + ax / 1000 * w, y + ay / 1000 * h
+
+def clamp_into(point, box, viewport):
+    "`point` moved into the part of `box` inside the viewport (1 px in from its edges); None when no part of the box is visible."
+    (px, py), (x, y, w, h), (vw, vh) = point, box, viewport
+    left, top, right, bottom = max(x, 0), max(y, 0), min(x + w, vw), min(y + h, vh)
+    if right - left < 2 or bottom - top < 2: return None
+    return min(max(px, left + 1), right - 1), min(max(py, top + 1), bottom - 1)
+
+async def element_points(bs, index: int, points, scroll: bool = True):
+    "CSS pixels of points on the element at `index` (each 0-1000 of its box, or None: its centre), kept on screen -> (pixels, error)."
+    node, box = await element_box(bs, index, scroll)
+    if node is None: return None, f"Element index {index} not available - page may have changed."
+    if box is None: return None, f"Element index {index} has no box on the page."
+    view = await viewport_css(bs)
+    out = [clamp_into(point_on(node, box, p), box, view) for p in points]
+    if None in out: return None, f"Element index {index} is not on screen."
+    return out, None
+
 async def _mouse(cdp, kind, x, y, pressed):
     params = {"type": kind, "x": x, "y": y, "pointerType": "mouse", "buttons": 1 if pressed else 0,
               "button": "left" if kind != "mouseMoved" or pressed else "none"}
@@ -450,50 +676,80 @@ async def stroke(bs, pixels, step_px: float = 30.0, max_moves: int = 12) -> None
     await _mouse(cdp, "mouseReleased", *pixels[-1], False)
 
 # %% ../nbs/04_harness.ipynb #80f4609c
-class DragAction(BaseModel):
-    x1: float = Field(description="start x (0-1000 of the viewport width)")
-    y1: float = Field(description="start y (0-1000 of the viewport height)")
-    x2: float = Field(description="end x")
-    y2: float = Field(description="end y")
-
 class Point(BaseModel):
     x: float
     y: float
 
+class DragAction(BaseModel):
+    x1: float | None = Field(None, description="start x, 0-1000 of the viewport width (or give from_index)")
+    y1: float | None = Field(None, description="start y, 0-1000 of the viewport height")
+    x2: float | None = Field(None, description="end x (or give to_index)")
+    y2: float | None = Field(None, description="end y")
+    from_index: int | None = Field(None, description="index of the element to press on, instead of x1, y1")
+    from_at: Point | None = Field(None, description="where on that element, 0-1000 of its box (default: its centre)")
+    to_index: int | None = Field(None, description="index of the element to release on, instead of x2, y2")
+    to_at: Point | None = Field(None, description="where on that element, 0-1000 of its box (default: its centre)")
+
 class DrawAction(BaseModel):
-    points: list[Point] = Field(min_length=2, description="the stroke's points in order, 0-1000 of the viewport")
+    points: list[Point] = Field(min_length=2, description="the stroke's points in order: 0-1000 of the viewport, "
+                                "or of the element's box when index is given")
+    index: int | None = Field(None, description="index of the element to draw on (a signature pad); the points are then 0-1000 of its box")
 
 class PasteAction(BaseModel):
     index: int = Field(description="index of the input element to paste into")
 
 def _fmt(v): return f"{v:g}"
 
-def make_tools() -> Tools:
-    "browser-use's Tools plus macro_done, drag, draw, read_clipboard and paste."
-    tools = Tools()
+async def drag_end(bs, index, at, xy, scroll: bool):
+    "One end of a drag in CSS pixels: on the element at `index` (at `at`), else the viewport point `xy` -> (point, error)."
+    if index is not None:
+        got, err = await element_points(bs, index, [at], scroll)
+        return (got[0] if got else None), err
+    if None in xy: return None, "A drag needs x1, y1 and x2, y2 (0-1000 of the viewport) or from_index and to_index."
+    return (await to_pixels(bs, [xy]))[0], None
+
+def _end_text(index, at, x, y) -> str:
+    if index is None: return f"({_fmt(x)}, {_fmt(y)})"
+    return f"element {index}" + (f" at ({_fmt(at.x)}, {_fmt(at.y)})" if at is not None else "")
+
+JS_ACTIONS = ("evaluate",)      # browser-use's actions that run JavaScript of the model's own in the page
+
+def make_tools(exclude=()) -> Tools:
+    "browser-use's Tools but the actions named in `exclude`, plus macro_done, drag, draw, read_clipboard and paste."
+    tools = Tools(exclude_actions=list(exclude))
 
     @tools.action("Mark the current sub-task (macro) as finished, then go on with the next one.")
     async def macro_done():
         return ActionResult(extracted_content="macro done", long_term_memory="macro done")
 
-    @tools.action("Drag with the mouse: press at (x1, y1), move, release at (x2, y2). Coordinates are 0-1000 of the "
-                  "visible page: (0, 0) top left, (1000, 1000) bottom right.", param_model=DragAction)
+    @tools.action("Drag with the mouse: press, move, release. Give the ends as elements (from_index, to_index, each with "
+                  "an optional point from_at / to_at, 0-1000 of the element's box; on a slider x runs from its minimum, 0, "
+                  "to its maximum, 1000) or as points (x1, y1) and (x2, y2), 0-1000 of the visible page: (0, 0) top left, "
+                  "(1000, 1000) bottom right.", param_model=DragAction)
     async def drag(params: DragAction, browser_session: BrowserSession):
-        a, b = await to_pixels(browser_session, [(params.x1, params.y1), (params.x2, params.y2)])
+        a, err = await drag_end(browser_session, params.from_index, params.from_at, (params.x1, params.y1), scroll=True)
+        # the release end is measured where the press end's scroll left the page: both ends must be on one screen
+        if err is None: b, err = await drag_end(browser_session, params.to_index, params.to_at, (params.x2, params.y2), scroll=False)
+        if err: return ActionResult(error=err)
         since = time.monotonic()
         await stroke(browser_session, [a, b])
         await settled(browser_session, since)          # what the drop set off (a posted move, a filter's reload)
-        msg = f"Dragged from ({_fmt(params.x1)}, {_fmt(params.y1)}) to ({_fmt(params.x2)}, {_fmt(params.y2)})"
+        msg = (f"Dragged from {_end_text(params.from_index, params.from_at, params.x1, params.y1)} "
+               f"to {_end_text(params.to_index, params.to_at, params.x2, params.y2)}")
         return ActionResult(extracted_content=msg, long_term_memory=msg, metadata={"from_px": a, "to_px": b})
 
-    @tools.action("Draw one stroke with the mouse button held through the points (e.g. a signature). Coordinates "
-                  "are 0-1000 of the visible page.", param_model=DrawAction)
+    @tools.action("Draw one stroke with the mouse button held through the points (e.g. a signature). The points are "
+                  "0-1000 of the visible page, or of the element's box when index (e.g. a signature pad's) is given.",
+                  param_model=DrawAction)
     async def draw(params: DrawAction, browser_session: BrowserSession):
-        px = await to_pixels(browser_session, [(p.x, p.y) for p in params.points])
+        pts = [(p.x, p.y) for p in params.points]
+        if params.index is None: px, err = await to_pixels(browser_session, pts), None
+        else: px, err = await element_points(browser_session, params.index, params.points)
+        if err: return ActionResult(error=err)
         since = time.monotonic()
         await stroke(browser_session, px, step_px=10.0, max_moves=6)
         await settled(browser_session, since)
-        msg = f"Drew a stroke through {len(px)} points"
+        msg = f"Drew a stroke through {len(px)} points" + (f" on element {params.index}" if params.index is not None else "")
         return ActionResult(extracted_content=msg, long_term_memory=msg, metadata={"points_px": px})
 
     @tools.action("Read the text on the clipboard.")
@@ -681,9 +937,12 @@ def _forget_downloads(bs) -> None:
                  "_initial_downloads_snapshot"):               # the folder is empty now, as a new browser's is
         if isinstance(got := getattr(wd, name, None), (dict, set)): got.clear()
 
-async def fresh_state(bs) -> None:
-    "Bring a used session back to the state of a new one (see above); the clipboard is emptied by `clear_clipboard`."
+async def fresh_state(bs, base=None) -> None:
+    "Bring a used session back to the state of a new one (see above); with `base`, its clipboard emptied too."
     origins = await _origins_visited(bs)
+    if base is not None:            # in the old tab, so the new one's history holds nothing a new browser's would not
+        await goto(bs, base.rstrip("/") + "/static/blank.html")   # the clipboard API wants an http(s) page; it logs nothing
+        await clear_clipboard(bs)
     await _only_new_tab(bs)
     cdp = await bs.get_or_create_cdp_session()
     send, sid = cdp.cdp_client.send, cdp.session_id
@@ -709,12 +968,11 @@ async def _start_session(bs):
     await enable_clipboard(bs)
     return bs
 
-async def _enter(bs, base, task, normalized, open_start, clear_clip=False) -> None:
+async def _enter(bs, base, task, normalized, open_start) -> None:
     "A block's start on a started session: coordinates, a fresh MiniWeb session with the task's flags, its start page."
     use_normalized_coordinates(bs, normalized)
     if base is None: return
     await new_miniweb_session(bs, base, session_flags(task) if task is not None else None)
-    if clear_clip: await clear_clipboard(bs)            # a kept browser's: a new one's is empty
     if task is not None and open_start: await goto(bs, start_url(base, task))
 
 class KeptBrowser:
@@ -723,11 +981,11 @@ class KeptBrowser:
         self.headless, self.max_units, self.session_kwargs = headless, max_units, session_kwargs
         self.bs, self.units, self.started = None, 0, 0
 
-    async def _ready(self):
+    async def _ready(self, base=None):
         "The kept session in a fresh state (a new one when there is none, it served max_units, or it will not reset)."
         if self.bs is not None and self.units >= self.max_units: await self.close()
         if self.bs is not None:
-            try: await fresh_state(self.bs)
+            try: await fresh_state(self.bs, base)
             except Exception: await self.close()          # a browser that will not reset is replaced, not trusted
         if self.bs is None:
             self.bs = make_session(headless=self.headless, **self.session_kwargs)
@@ -741,9 +999,9 @@ class KeptBrowser:
     @asynccontextmanager
     async def use(self, base=None, task=None, normalized=True, open_start=True):
         "The kept browser for one block, prepared as `browser()` prepares a new one; killed if the block fails."
-        bs, clean = await self._ready(), False
+        bs, clean = await self._ready(base), False
         try:
-            await _enter(bs, base, task, normalized, open_start, clear_clip=True)
+            await _enter(bs, base, task, normalized, open_start)
             yield bs
             clean = not getattr(bs, "_webmix_spoiled", False)
         finally:

@@ -6,12 +6,14 @@ episodes (key points, screenshots scored for relevance, the outcome), both measu
 # %% auto #0
 __all__ = ['SYSTEM_KEY_POINTS', 'SYSTEM_SCREENSHOT', 'SYSTEM_OUTCOME', 'MAX_IMAGES', 'SCORE_THRESHOLD', 'METHODS',
            'read_online_episode', 'key_points_of', 'score_of', 'status_of', 'webjudge_episode', 'online_episodes',
-           'webjudge_run', 'ScriptedWebJudge', 'history_goals', 'as_online', 'validate_judge', 'add_judge_cli']
+           'webjudge_run', 'ScriptedWebJudge', 'history_files', 'episode_trajectory', 'as_online', 'validate_judge',
+           'add_judge_cli']
 
 # %% ../nbs/14_judge.ipynb #4e399ed7
 import hashlib, json, re, time
 from pathlib import Path
 
+from . import online as O
 from . import taskgen as T
 from .config import short, write_json_atomic
 
@@ -155,11 +157,18 @@ T.STAND_INS[SYSTEM_SCREENSHOT[:40]] = ("webjudge_screenshot", _WEBJUDGE.screensh
 T.STAND_INS[SYSTEM_OUTCOME[:40]] = ("webjudge_outcome", _WEBJUDGE.outcome)
 
 # %% ../nbs/14_judge.ipynb #ad410452
-def history_goals(ep: Path) -> list:
-    "The model's next goal at every step of an evaluation episode's browser-use history.json ([] when unreadable)."
-    try: hist = json.loads((ep / "history.json").read_text()).get("history", [])
-    except (OSError, ValueError, AttributeError): return []
-    return [short((h.get("model_output") or {}).get("next_goal") or "", 400) for h in hist if h.get("model_output")]
+def history_files(ep: Path) -> list:
+    "An evaluation episode's saved browser-use histories: history.json, else the planner arm's history_<i>.json in order."
+    if (ep / "history.json").exists(): return [ep / "history.json"]
+    return sorted(ep.glob("history_*.json"), key=lambda p: int(p.stem.split("_")[1]))
+
+def episode_trajectory(ep: Path, g: dict) -> tuple:
+    "(action lines, thoughts) of an evaluation episode as the online runner writes them: from its saved histories, else from its grade inputs' actions (no element, no thought)."
+    if files := history_files(ep):
+        try: return O.saved_trajectory(files)
+        except (OSError, ValueError, AttributeError): pass         # a history cut mid-write: the grade inputs have the actions
+    acts = [(*next(iter(a.items())), None) for a in g.get("actions") or [] if isinstance(a, dict) and a]
+    return O.step_record(acts, None, None)[0], []
 
 def as_online(run, dest=None) -> Path:
     "An evaluation run's episodes (with grading inputs) in the online layout, in `dest` (default `<run>_online`). -> dest."
@@ -173,22 +182,19 @@ def as_online(run, dest=None) -> Path:
         shots = sorted(ep.glob("screen_*.png"), key=lambda p: int(p.stem.split("_")[1])) + \
                 ([ep / "final.png"] if (ep / "final.png").exists() else [])
         for i, p in enumerate(shots): (d / "trajectory" / f"{i}_full_screenshot.png").write_bytes(p.read_bytes())
+        actions, thoughts = episode_trajectory(ep, g)
         write_json_atomic(d / "result.json", {"task_id": key, "task": ins, "final_result_response": g.get("answer") or "",
-                                                "action_history": T.fmt_actions(g.get("actions"), cap=1000),
-                                                "thoughts": history_goals(ep)})
+                                                "action_history": actions, "thoughts": thoughts})
     return dest
 
 METHODS = ("webjudge", "taskgen")
 
 def validate_judge(run, method="taskgen", spec=None, workers=4, threshold=SCORE_THRESHOLD, retries=3, progress=True, say=print) -> dict:
-    "Either judge on an evaluation run whose episodes a verifier graded, compared with it. -> {summary, metrics, table, pairs}."
+    "Either judge on an evaluation run whose episodes a verifier graded, compared with it (taskgen.validation). -> {summary, metrics, table, pairs, ungraded}."
     if method == "taskgen": return T.validate(run, spec, workers, retries, progress, say)
     online = as_online(run)
     summary = webjudge_run(online, spec, workers, threshold, retries, progress=progress, say=say)
-    pairs, table = T.compare(run, T.judge_dir(online, "webjudge"))
-    write_json_atomic(T.judge_dir(online, "webjudge") / "_validate.json",
-                        {"method": method, "metrics": table.iloc[0].to_dict(), "table": table.to_dict("records")})
-    return {"summary": summary, "metrics": table.iloc[0].to_dict(), "table": table, "pairs": pairs}
+    return T.validation(run, T.judge_dir(online, "webjudge"), method, summary)
 
 # %% ../nbs/14_judge.ipynb #b108c442
 def _judge_cmd(args):
@@ -196,6 +202,7 @@ def _judge_cmd(args):
     if args.validate:
         r = validate_judge(args.run_dir, args.method, spec, args.workers, args.score_threshold, args.retries)
         print(r["table"].to_string(index=False))
+        if note := T.ungraded_note(r["ungraded"]): print(note)
         T.save_figure(r, args.figure, f"{args.method} judge vs verifier")
         s = r["summary"]
     elif args.method == "webjudge":

@@ -6,7 +6,7 @@ webmix's own scripted OpenAI- and Gemini-compatible server, so the HTTP path is 
 # %% auto #0
 __all__ = ['ROLES', 'FORMATS', 'CredentialsError', 'openai_key', 'gemini_key', 'is_gemini', 'gemini_contents', 'chat',
            'bad_chat_request', 'ScriptExhausted', 'as_message', 'chat_request_from_gemini', 'gemini_response',
-           'ScriptedServer']
+           'ScriptedServer', 'served_names', 'require_served']
 
 # %% ../nbs/10_llm.ipynb #71fa0b25
 import json, threading, time, uuid
@@ -333,3 +333,22 @@ class ScriptedServer:
 
     def __enter__(self): return self.start()
     def __exit__(self, *exc): self.stop()
+
+# %% ../nbs/10_llm.ipynb #9f772df1
+from urllib.error import URLError
+from urllib.request import ProxyHandler, build_opener
+
+def served_names(url, timeout=5.0) -> list:
+    "The model names an OpenAI-compatible server at `url` (its /v1 URL) serves; a one-line ValueError when it does not answer."
+    try:
+        with build_opener(ProxyHandler({})).open(url.rstrip("/") + "/models", timeout=timeout) as r:
+            return [m["id"] for m in json.load(r).get("data", [])]
+    except (URLError, OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"no OpenAI-compatible server answers at {url} ({getattr(e, 'reason', e)})") from None
+
+def require_served(url, names, timeout=5.0) -> list:
+    "What the server at `url` serves, when that includes every one of `names`; else a one-line ValueError (see above)."
+    served = served_names(url, timeout)
+    missing = [n for n in dict.fromkeys(names) if n not in served]
+    if missing: raise ValueError(f"{url} does not serve {', '.join(missing)} (it serves: {', '.join(served) or 'nothing'})")
+    return served

@@ -22,7 +22,7 @@ from datetime import date, timedelta
 from functools import cache
 from pathlib import Path
 from urllib.parse import quote, urlencode, urlsplit
-from urllib.request import urlopen
+from urllib.request import Request, urlopen
 
 import yaml
 from flask import Flask, abort, current_app, jsonify, redirect, render_template, request, g, Response
@@ -30,6 +30,7 @@ from markupsafe import Markup
 from werkzeug.exceptions import HTTPException
 from werkzeug.security import generate_password_hash, check_password_hash
 
+from . import config
 from .config import (DEFAULT_PORTS, SERVER_START_TIMEOUT_S, SITES_DIR, TEMPLATES_DIR, STATIC_DIR, extra_sites_dirs,
                            site_split, split_of)
 
@@ -639,8 +640,8 @@ def _log_request(resp):
                          "query": _flat(request.args), "form": form, "status": resp.status_code,
                          "ms": round((time.perf_counter() - g.perf0) * 1000, 2)})
 
-def create_app(sites_dir=None, max_sessions=2000) -> Flask:
-    "The MiniWeb WSGI app over every site `load_sites(sites_dir)` finds."
+def create_app(sites_dir=None, max_sessions=2000, admin_key=None) -> Flask:
+    "The MiniWeb WSGI app over every site `load_sites(sites_dir)` finds; its admin API wants `admin_key` (this process's by default)."
     sites = load_sites(sites_dir)
     store = SessionStore(max_sessions)
     app = Flask("webmix.miniweb", template_folder=str(TEMPLATES_DIR), static_folder=str(STATIC_DIR), static_url_path="/static")
@@ -690,7 +691,7 @@ def create_app(sites_dir=None, max_sessions=2000) -> Flask:
         if site not in sites: abort(404, f"There is no site called {site}.")
         with g.sess.lock: return dispatch(sites[site], by_page[site], "/" + rest.strip("/"))
 
-    _admin_routes(app, sites, store)
+    _admin_routes(app, sites, store, admin_key or config.admin_key())
     return app
 
 def fmt_value(v, f):
@@ -967,6 +968,11 @@ def _posted_json():
     if not isinstance(body, dict): raise Bad("the body must be a JSON object")
     return body
 
+def _when(body) -> float:
+    "When a reported event happened: the recorder's own time (it reaches the server a moment later), else now."
+    now, t = time.time(), body.get("t")
+    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) and abs(t - now) < 600 else now
+
 def _cart_item(v):
     "The id of the item a session starts with in its cart."
     if _whole_or_none(v) is None: raise ValueError(v)
@@ -974,22 +980,25 @@ def _cart_item(v):
 
 FLAG_PARSERS = {"logout": lambda v: v in ("1", "true", "yes"), "cart": _cart_item}
 
-def _admin_routes(app, sites, store):
+def _admin_routes(app, sites, store, key):
     @app.before_request
-    def loopback_only():
-        if request.path.startswith("/_admin") and not _is_loopback(request.remote_addr): abort(403, "the admin API answers on loopback only")
+    def admin_only():
+        "The admin API answers loopback requests that carry its key (see config.admin_key), nothing else."
+        if not request.path.startswith("/_admin"): return
+        if not _is_loopback(request.remote_addr): abort(403, "the admin API answers on loopback only")
+        if not secrets.compare_digest(request.headers.get(config.ADMIN_HEADER, ""), key):
+            abort(403, f"the admin API needs its key in the {config.ADMIN_HEADER} header")
 
     @app.route("/_admin/session-flags")
     def session_flags():
+        "A new session with these flags: its id, which the harness hands to the browser as its cookie (no Set-Cookie here)."
         flags = {}
         for k, v in request.args.items():
             if k not in FLAG_PARSERS: raise Bad(f"unknown flag {k!r}; known: {sorted(FLAG_PARSERS)}")
             try: flags[k] = FLAG_PARSERS[k](v)
             except ValueError: raise Bad(f"flag {k}={v!r} is malformed") from None
         s = store.new(flags)
-        resp = jsonify(session=s.id, flags=flags)
-        resp.set_cookie(COOKIE, s.id, httponly=True, samesite="Lax")
-        return resp
+        return jsonify(session=s.id, flags=flags, cookie=COOKIE)
 
     def stream(name):
         s = _admin_session(store)
@@ -1005,7 +1014,7 @@ def _admin_routes(app, sites, store):
         if request.method == "GET": return stream("clipboard")
         s, body = _admin_session(store), _posted_json()
         if not isinstance(body.get("text"), str): raise Bad("a clipboard write needs a text")
-        with s.lock: s.clipboard.append({"t": time.time(), "site": str(body.get("site", "")), "text": body["text"][:10000],
+        with s.lock: s.clipboard.append({"t": _when(body), "site": str(body.get("site", "")), "text": body["text"][:10000],
                                          "control_id": str(body.get("control_id") or "")})
         return jsonify(ok=True)
 
@@ -1014,7 +1023,7 @@ def _admin_routes(app, sites, store):
         if request.method == "GET": return stream("record")
         s, body = _admin_session(store), _posted_json()
         if not isinstance(body.get("type"), str) or body["type"] not in RECORD_TYPES: raise Bad(f"unknown record type {body.get('type')!r:.60}")
-        with s.lock: s.record.append({"t": time.time(), **{k: body.get(k) for k in ("type", "url", "target", "value", "to", "points")
+        with s.lock: s.record.append({"t": _when(body), **{k: body.get(k) for k in ("type", "url", "target", "value", "to", "points")
                                                          if body.get(k) is not None}})
         return jsonify(ok=True)
 
@@ -1039,15 +1048,15 @@ def pin_to_one_cpu(key: int) -> int | None:
     os.sched_setaffinity(0, {cpu := cpus[key % len(cpus)]})
     return cpu
 
-def serve(port, sites_dir=None, threads=8, host="127.0.0.1", cpu=None):
-    "Serve MiniWeb on one port in this process (blocks), pinned to one CPU (`cpu`, else picked by the port)."
+def serve(port, sites_dir=None, threads=8, host="127.0.0.1", cpu=None, admin_key=None):
+    "Serve MiniWeb on one port in this process (blocks), pinned to one CPU (`cpu`, else picked by the port); see create_app."
     from waitress import serve as waitress_serve
     site_split()                                          # a data folder without one stops here, not at the first request
     pin_to_one_cpu(port if cpu is None else cpu)          # before waitress starts its threads: they inherit it
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)   # a line per queued request is noise under load
     # channel_timeout: an idle keep-alive connection is closed after 60 s (waitress: 120) to free its slot sooner;
     # a browser just opens a new one
-    waitress_serve(create_app(sites_dir), host=host, port=int(port), threads=threads, ident="miniweb",
+    waitress_serve(create_app(sites_dir, admin_key=admin_key), host=host, port=int(port), threads=threads, ident="miniweb",
                    connection_limit=1000, channel_timeout=60, asyncore_use_poll=True)
 
 def _die_with_parent():
@@ -1089,11 +1098,14 @@ class Servers:
         self._on_sigterm()
         try:
             for i, p in enumerate(self.ports):             # one CPU each, in turn
-                code = f"from webmix.miniweb import serve; serve({p}, {self.sites_dir!r}, {self.threads}, cpu={self.first_cpu + i})"
+                # the admin key goes in on stdin: an argument or a variable would show in /proc, which a browser can open
+                code = (f"import sys; from webmix.miniweb import serve; serve({p}, {self.sites_dir!r}, {self.threads}, "
+                        f"cpu={self.first_cpu + i}, admin_key=sys.stdin.readline().strip())")
                 err = tempfile.TemporaryFile()          # a file, not a pipe: a pipe nobody reads fills up and blocks the server
-                self.procs.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=err,
-                                                   start_new_session=True, preexec_fn=_die_with_parent))
+                self.procs.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                                   stderr=err, start_new_session=True, preexec_fn=_die_with_parent))
                 self.procs[-1].err = err
+                self.procs[-1].stdin.write((config.admin_key() + "\n").encode()); self.procs[-1].stdin.close()
             for base, proc in zip(self.bases, self.procs): self._wait(base, proc)
         except BaseException:
             self.stop(); raise
@@ -1105,7 +1117,7 @@ class Servers:
             if proc.poll() is not None: raise RuntimeError(f"MiniWeb server {base} exited: {_tail(proc.err)}")
             try:
                 # one probe: a server that is up answers in milliseconds; the loop retries until self.timeout
-                with urlopen(base + "/_admin/sites", timeout=2) as r:
+                with urlopen(Request(base + "/_admin/sites", headers=config.admin_headers()), timeout=2) as r:
                     if r.status == 200 and r.headers.get("X-MiniWeb-PID") == str(proc.pid): return
                     raise OSError(f"another process answers on {base}")
             except OSError: time.sleep(0.1)

@@ -5,22 +5,25 @@ task on its live website, saved in the layout WebJudge reads, polite pacing per 
 
 # %% auto #0
 __all__ = ['BENCHES', 'FIELDS', 'REQUIRED', 'NOT_ACTIONS', 'PLANNER_SKIP', 'ELEMENT_ATTRS', 'EPISODE_MARGIN_S', 'ARMS',
-           'ADAPTERS', 'load_tasks', 'element_text', 'action_line', 'ordered_steps', 'trajectory', 'site_of', 'Pacer',
-           'by_turns', 'staging_root', 'failed_root', 'acting_text', 'act', 'cut_short', 'save_episode',
-           'write_online_rows', 'play', 'run_online_episode', 'default_pace_dir', 'online_options', 'served_models',
-           'unit_fields', 'status_table', 'run_online', 'add_online_cli']
+           'ADAPTERS', 'OPTION_NAMES', 'load_tasks', 'element_text', 'action_line', 'step_record', 'ordered_steps',
+           'trajectory', 'saved_trajectory', 'site_of', 'Pacer', 'by_turns', 'staging_root', 'failed_root', 'hint_text',
+           'acting_text', 'act', 'cut_short', 'without_hint', 'hint_in', 'save_episode', 'write_online_rows', 'play',
+           'run_online_episode', 'default_pace_dir', 'OnlineOptions', 'served_models', 'unit_fields', 'status_table',
+           'run_online', 'add_online_cli']
 
 # %% ../nbs/12_online.ipynb #66a91215
 import asyncio, fcntl, json, os, re, shutil, time
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from . import runs
+from .llm import require_served
 from . import harness as H
 from .agent import DEFAULT_VERSION, VERSIONS, item_actions
-from .config import data_dir, json_lines, short
-from .evaluate import (DEFAULT_BASE_NAME, TaskFileError, check_server, episode_rows, final_screenshot, histories,
+from .config import check_folder_name, data_dir, json_lines, short
+from .evaluate import (DEFAULT_BASE_NAME, TaskFileError, episode_rows, final_screenshot, histories,
                              held_agents, load_results, partial_history, record_requests, sub_model)
 
 # %% ../nbs/12_online.ipynb #84b782ba
@@ -51,9 +54,7 @@ def _task(bench, item, where) -> dict:
     if missing: raise TaskFileError(f"{where}: the task has no {', '.join(missing)}")
     t = {**item, **{k: item.get(src) for k, src in names.items()}}
     if isinstance(t["task_id"], int) and not isinstance(t["task_id"], bool): t["task_id"] = str(t["task_id"])
-    tid = t["task_id"]
-    if not isinstance(tid, str) or "/" in tid or "\\" in tid or tid[0] in "._" or len(tid) > 200:
-        raise TaskFileError(f"{where}: {names['task_id']} {tid!r} cannot name a folder")
+    check_folder_name(t["task_id"], where, names["task_id"], TaskFileError)
     if not isinstance(t["confirmed_task"], str): raise TaskFileError(f"{where}: {names['confirmed_task']} is not text")
     u = urlsplit(t["website"]) if isinstance(t["website"], str) else None
     if u is None or u.scheme not in ("http", "https") or not u.hostname:
@@ -75,13 +76,17 @@ NOT_ACTIONS = {"done", "macro_done"}            # the answer goes to final_resul
 PLANNER_SKIP = {"delegate"}                    # the specialists' own actions are recorded instead
 ELEMENT_ATTRS = ("id", "aria-label", "name", "placeholder", "title", "href", "role", "type", "value", "alt")
 
+def _field(el, name):
+    # a live browser-use element has attributes; the same element in a saved history.json is a dict of them
+    return el.get(name) if isinstance(el, dict) else getattr(el, name, None)
+
 def element_text(el) -> str:
-    "An interacted element as the benchmark's action histories show one: `<tag k=\"v\" ...> name` ('' for none)."
+    "An interacted element (live, or as a saved history keeps it) as the benchmark's action histories show one: `<tag k=\"v\" ...> name` ('' for none)."
     if el is None: return ""
-    attrs = getattr(el, "attributes", None) or {}
+    attrs = _field(el, "attributes") or {}
     kept = " ".join(f'{k}="{str(attrs[k])[:80]}"' for k in ELEMENT_ATTRS if attrs.get(k))
-    name = str(getattr(el, "ax_name", None) or "")[:80]
-    tag = str(getattr(el, "node_name", None) or "element").lower()
+    name = str(_field(el, "ax_name") or "")[:80]
+    tag = str(_field(el, "node_name") or "element").lower()
     return f"<{tag}{' ' + kept if kept else ''}>" + (f" {name}" if name else "")
 
 def action_line(name: str, params: dict, el=None) -> str:
@@ -99,6 +104,11 @@ def action_line(name: str, params: dict, el=None) -> str:
     if name == "go_back": return "GO BACK"
     return f"{name.upper()} {json.dumps(p, ensure_ascii=False)[:120]}"
 
+def step_record(acts, next_goal, memory, skip=()) -> tuple:
+    "(action lines, thought) of one agent step: `acts` are its (name, params, element); `done` and `skip` are no lines."
+    lines = [action_line(name, params, el) for name, params, el in acts if name not in NOT_ACTIONS and name not in skip]
+    return lines, str(next_goal or memory or "")[:400]
+
 def ordered_steps(hists, planner=None) -> list:
     "(step, whether it is the planner's) of every history in order; the planner's merged in by start time."
     steps = [(st, False) for h in hists for st in h.history]
@@ -114,11 +124,26 @@ def trajectory(hists, planner=None) -> tuple:
         if path and Path(path).exists(): shots.append(path)
         mo = st.model_output
         if mo is None: continue
-        for name, params, el, _ in item_actions(st):
-            if name in NOT_ACTIONS or (is_planner and name in PLANNER_SKIP): continue
-            actions.append(action_line(name, params, el))
-        thoughts.append(str(getattr(mo, "next_goal", None) or getattr(mo, "memory", None) or "")[:400])
+        lines, thought = step_record([(n, p, el) for n, p, el, _ in item_actions(st)], getattr(mo, "next_goal", None),
+                                     getattr(mo, "memory", None), PLANNER_SKIP if is_planner else ())
+        actions += lines
+        thoughts.append(thought)
     return actions, thoughts, shots
+
+def saved_trajectory(files) -> tuple:
+    "(action lines, thoughts) of browser-use histories saved as JSON files, in order, as `trajectory` makes them of live ones."
+    actions, thoughts = [], []
+    for f in files:
+        for st in json.loads(Path(f).read_text()).get("history") or []:
+            mo = st.get("model_output")
+            if not mo: continue
+            els = (st.get("state") or {}).get("interacted_element") or []
+            acts = [(*next(iter(a.items())), els[k] if k < len(els) else None)
+                    for k, a in enumerate(mo.get("action") or []) if isinstance(a, dict) and a]
+            lines, thought = step_record(acts, mo.get("next_goal"), mo.get("memory"))
+            actions += lines
+            thoughts.append(thought)
+    return actions, thoughts
 
 # %% ../nbs/12_online.ipynb #1ee0c2f2
 def site_of(url) -> str:
@@ -184,27 +209,32 @@ EPISODE_MARGIN_S = 120      # beyond --timeout: opening the website, the final s
 def staging_root(out) -> Path: return Path(out).with_name(Path(out).name + ".staging")
 def failed_root(out) -> Path: return Path(out).with_name(Path(out).name + ".failed")
 
+def hint_text(hint) -> str:
+    "The hint as the agent's prompt carries it: a dict or a list as JSON, anything else as its text ('' for none)."
+    if hint is None: return ""
+    return (json.dumps(hint, ensure_ascii=False) if isinstance(hint, (dict, list)) else str(hint)).strip()
+
 def acting_text(task, hint=None) -> str:
     "What the agent is asked: the confirmed task, and the privileged hint after it when there is one."
-    hint = json.dumps(hint, ensure_ascii=False) if isinstance(hint, (dict, list)) else hint
-    return task["confirmed_task"].strip() + (f"\n\n{str(hint).strip()}" if hint not in (None, "") else "")
+    h = hint_text(hint)
+    return task["confirmed_task"].strip() + (f"\n\n{h}" if h else "")
 
 async def act(task, o, bs, held, kept, hint=None) -> dict:
     "Run the arm's agent on the open website -> {hists, planner, answer, done}; `held` gets the agents as they start."
-    if o["arm"] == "agent":
+    if o.arm == "agent":
         from webmix.agent import run_planner_agent
-        pick = lambda family: sub_model(family, o["adapters"], o["model"], o["fallback"])
-        hist, trace, ph = await run_planner_agent(bs, task["confirmed_task"], task["website"], pick, o["vllm"], o["planner_name"],
-                                                  temperature=o["temperature"], version=o["agent_version"], expose=held,
-                                                  budget=o["max_steps"], turns=o["planner_turns"])
+        pick = lambda family: sub_model(family, o.adapters, o.model, o.fallback)
+        hist, trace, ph = await run_planner_agent(bs, task["confirmed_task"], task["website"], pick, o.vllm, o.planner_name,
+                                                  temperature=o.temperature, version=o.agent_version, expose=held,
+                                                  budget=o.max_steps, turns=o.planner_turns)
         held["trace"] = trace
         return {"hists": histories(hist), "planner": ph, "answer": hist.final_result(), "done": bool(ph.is_done())}
-    llm = H.make_llm(o["model"], o["vllm"], temperature=o["temperature"])
-    if o["record_rows"]: record_requests(llm, kept)
+    llm = H.make_llm(o.model, o.vllm, temperature=o.temperature)
+    if o.record_rows: record_requests(llm, kept)
     agent = held["agent"] = H.Agent(task=H.instruction(acting_text(task, hint), task["website"]), llm=llm, browser_session=bs,
                                     tools=H.make_tools(), max_failures=3, directly_open_url=False, **H.AGENT_KWARGS)
     H.use_normalized_coordinates(bs)
-    h = await agent.run(max_steps=task.get("max_steps") or o["max_steps"], on_step_start=lambda a: H.enable_clipboard(bs, a))
+    h = await agent.run(max_steps=task.get("max_steps") or o.max_steps, on_step_start=lambda a: H.enable_clipboard(bs, a))
     return {"hists": [h], "planner": None, "answer": h.final_result(), "done": bool(h.is_done())}
 
 def cut_short(held) -> dict:
@@ -213,18 +243,44 @@ def cut_short(held) -> dict:
     return {"hists": histories(partial_history(held)), "planner": getattr(planner, "history", None), "answer": None, "done": False}
 
 # %% ../nbs/12_online.ipynb #fef0f38d
-def _strip_text(path: Path, full: str, short: str) -> None:
-    "A JSON file with the string `full` replaced by `short` wherever it occurs (a history keeps every prompt it sent)."
-    text = path.read_text()
-    for ascii_only in (True, False):                    # however the writer escaped it
-        text = text.replace(json.dumps(full, ensure_ascii=ascii_only)[1:-1], json.dumps(short, ensure_ascii=ascii_only)[1:-1])
-    path.write_text(text)
+def _json_inside(s: str):
+    "The list or dict a string holds as JSON (a model's reply), else None."
+    if not s.lstrip().startswith(("{", "[")): return None
+    try: v = json.loads(s)
+    except ValueError: return None
+    return v if isinstance(v, (dict, list)) else None
+
+def without_hint(obj, task, hint):
+    """A copy of decoded JSON `obj` (chat messages, a model's reply, a saved history) in whose every string the
+    task-and-hint text is the task alone, and every other copy of the hint (an echo: the model repeating it in its
+    memory, its next goal or an action's text) is gone; a string holding JSON is walked decoded. The task's own text
+    is left whole, should the hint be part of it."""
+    full, bare, h = acting_text(task, hint), task["confirmed_task"].strip(), hint_text(hint)
+    def walk(x):
+        if isinstance(x, dict): return {k: walk(v) for k, v in x.items()}
+        if isinstance(x, list): return [walk(v) for v in x]
+        if not isinstance(x, str) or not h: return x
+        x = x.replace(full, bare)
+        x = bare.join(part.replace(h, "") for part in x.split(bare)) if bare else x.replace(h, "")
+        inner = _json_inside(x)                          # a reply: the hint escaped inside it is found decoded
+        if inner is None: return x
+        new = walk(inner)
+        return x if new == inner else json.dumps(new, ensure_ascii=False)
+    return walk(obj)
+
+def hint_in(obj, task, hint) -> bool:
+    "Whether the hint, as the prompt carried it, is anywhere in decoded JSON `obj` (see `without_hint`)."
+    return bool(hint_text(hint)) and without_hint(obj, task, hint) != obj
+
+def _strip_file(path: Path, task, hint) -> None:
+    "A saved browser-use history (JSON) without the hint (see `without_hint`), written back as browser-use writes it."
+    path.write_text(json.dumps(without_hint(json.loads(path.read_text()), task, hint), indent=2, ensure_ascii=False))
 
 def save_episode(ep: Path, task, got: dict, o, status: str, error=None, hint=None) -> dict:
     "Write result.json, trajectory/ and the histories into `ep` -> what the result line says of them."
-    merge = o["arm"] == "agent" and VERSIONS.get(o["agent_version"], {}).get("v7")
+    merge = o.arm == "agent" and VERSIONS.get(o.agent_version, {}).get("v7")
     actions, thoughts, shots = trajectory(got["hists"], got["planner"] if merge else None)
-    if hint not in (None, ""): thoughts = [t.replace(str(hint).strip(), "") for t in thoughts]   # an echo of the hint
+    if hint_text(hint): thoughts = without_hint(thoughts, task, hint)          # a thought that echoes the hint
     traj = ep / "trajectory"
     traj.mkdir(parents=True, exist_ok=True)
     for i, path in enumerate(shots): shutil.copyfile(path, traj / f"{i}_full_screenshot.png")
@@ -237,7 +293,7 @@ def save_episode(ep: Path, task, got: dict, o, status: str, error=None, hint=Non
     for i, h in enumerate(got["hists"]):
         try: h.save_to_file(ep / f"history_{i}.json")
         except Exception: continue                      # a history cut mid-step may not serialize: result.json has the rest
-        if hint not in (None, ""): _strip_text(ep / f"history_{i}.json", acting_text(task, hint), acting_text(task))
+        if hint_text(hint): _strip_file(ep / f"history_{i}.json", task, hint)
     if got["planner"] is not None:
         try: got["planner"].save_to_file(ep / "planner_history.json")
         except Exception: pass
@@ -246,27 +302,26 @@ def save_episode(ep: Path, task, got: dict, o, status: str, error=None, hint=Non
 
 # %% ../nbs/12_online.ipynb #9113d768
 def write_online_rows(ep: Path, task, o, kept, hint=None) -> dict:
-    "The episode's agent steps as rows in ep/rows/, the hint stripped -> {rows, hint_left}."
-    strip = (acting_text(task, hint), acting_text(task)) if hint not in (None, "") else None
-    meta = {"instruction": task["confirmed_task"], "start_url": task["website"], "source": f"online:{o['bench']}"}
-    n = episode_rows(ep / "rows", task["task_id"], kept, meta, strip=strip)
-    text = (ep / "rows" / "rows.jsonl").read_text()
-    left = bool(strip) and str(hint).strip()[:60] in text
-    return {"rows": n, "hint_left": left}
+    "The episode's agent steps as rows in ep/rows/, the hint and its echoes stripped from prompts and replies -> {rows, hint_left}."
+    meta = {"instruction": task["confirmed_task"], "start_url": task["website"], "source": f"online:{o.bench}"}
+    if hint_text(hint): kept = [without_hint(st, task, hint) for st in kept]
+    n = episode_rows(ep / "rows", task["task_id"], kept, meta)
+    rows = [json.loads(line) for line in (ep / "rows" / "rows.jsonl").read_text().splitlines() if line.strip()]
+    return {"rows": n, "hint_left": hint_in(rows, task, hint)}
 
 # %% ../nbs/12_online.ipynb #0c6b93e8
 async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
     "Run one episode of `task` into the folder `ep` -> {status, error, ...} (see above); raises only when cancelled."
     held, kept, got, final = {}, [], None, False
-    hint = task.get(o["hint_field"]) if o["hint_field"] else None
+    hint = task.get(o.hint_field) if o.hint_field else None
     status, error = "error", None
     try:
         async with H.browser(None, headless=headless, online=True, run_dir=run_dir) as bs:
             try:
                 await H.goto(bs, task["website"])
-                got = await asyncio.wait_for(act(task, o, bs, held, kept, hint), o["timeout"])
+                got = await asyncio.wait_for(act(task, o, bs, held, kept, hint), o.timeout)
                 status = "done" if got["done"] else "stopped"
-            except asyncio.TimeoutError: status, error = "timeout", f"timeout after {o['timeout']:g}s"
+            except asyncio.TimeoutError: status, error = "timeout", f"timeout after {o.timeout:g}s"
             except Exception as e: error = runs.describe(e)       # noqa: BLE001  the episode still says what it has
             final = await final_screenshot(bs, ep / "final.png")
     except Exception as e:                                         # noqa: BLE001  the browser would not start or close
@@ -275,7 +330,7 @@ async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
     out = {"status": status, "error": error, **save_episode(ep, task, got, o, status, error, hint), "final_screenshot": final}
     H.drop_agent_folders(*held_agents(held))           # their screenshots are copied now
     if "trace" in held: (ep / "subtasks.json").write_text(json.dumps({"trace": held["trace"]}, indent=1, default=str, ensure_ascii=False))
-    if o["record_rows"] and kept: out.update(write_online_rows(ep, task, o, kept, hint))
+    if o.record_rows and kept: out.update(write_online_rows(ep, task, o, kept, hint))
     return out
 
 # %% ../nbs/12_online.ipynb #efd57e91
@@ -283,11 +338,11 @@ async def run_online_episode(task, worker) -> dict:
     "The engine's unit: one paced episode of `task` (see above) -> its result line's fields."
     o, out = worker.options, Path(worker.out)
     loopback = H.is_loopback(urlsplit(task["website"]).hostname)
-    pacer = Pacer(o["pace_dir"], 0.0 if loopback else o["pace_cooldown"])
+    pacer = Pacer(o.pace_dir, 0.0 if loopback else o.pace_cooldown)
     asked = time.time()
     async with pacer.hold(site_of(task["website"])):
         started, ep = time.time(), worker.stage(task["task_id"])
-        try: res = await asyncio.wait_for(play(task, o, ep, worker.headless, worker.tmp / "_browsers"), o["timeout"] + EPISODE_MARGIN_S)
+        try: res = await asyncio.wait_for(play(task, o, ep, worker.headless, worker.tmp / "_browsers"), o.timeout + EPISODE_MARGIN_S)
         except BaseException as e:
             shutil.rmtree(ep, ignore_errors=True)
             if isinstance(e, asyncio.TimeoutError):      # the engine's own timeout is off: say what this one was
@@ -298,7 +353,7 @@ async def run_online_episode(task, worker) -> dict:
     places = [out / task["task_id"], failed_root(out) / task["task_id"]]    # a forced rerun replaces either
     dest = worker.place(ep, places[failed], places[not failed])
     cause = None if res["status"] in ("done", "stopped") else res["error"]
-    return {"ok": cause is None, "cause": cause, "bench": o["bench"], "arm": o["arm"], **res,
+    return {"ok": cause is None, "cause": cause, "bench": o.bench, "arm": o.arm, **res,
             "folder": str(dest.relative_to(out.parent)), "waited_s": round(started - asked, 2),
             "started": round(started, 3), "ended": round(ended, 3)}
 
@@ -308,22 +363,40 @@ ADAPTERS = ("drag", "io", "select", "rest", "reasoning")
 
 def default_pace_dir() -> Path: return data_dir() / "runs" / "pace"
 
-def online_options(bench="om2w", arm="base", model=DEFAULT_BASE_NAME, vllm="http://127.0.0.1:8400/v1", temperature=0.0,
-                   max_steps=H.MAX_STEPS, timeout=1800.0, agent_version=DEFAULT_VERSION, planner_name=DEFAULT_BASE_NAME,
-                   planner_turns=None, adapters=ADAPTERS, fallback="pooled", hint_field=None, record_rows=False,
-                   pace_dir=None, pace_cooldown=120.0) -> dict:
-    "The options every episode of a run reads."
-    if bench not in BENCHES: raise ValueError(f"unknown benchmark {bench!r} (benchmarks: {', '.join(BENCHES)})")
-    if arm not in ARMS: raise ValueError(f"unknown arm {arm!r} (arms: {', '.join(ARMS)})")
-    if agent_version not in VERSIONS: raise ValueError(f"unknown agent version {agent_version!r} (versions: {', '.join(VERSIONS)})")
-    o = dict(locals())
-    o.update(adapters=sorted(adapters), pace_dir=str(Path(pace_dir or default_pace_dir()).resolve()), timeout=float(timeout))
-    return o
+@dataclass
+class OnlineOptions:
+    "The options every episode of a run reads (the CLI's flags of the same names); all but the not_deciding ones decide results."
+    bench: str = "om2w"
+    arm: str = "base"
+    model: str = DEFAULT_BASE_NAME
+    vllm: str = runs.not_deciding("http://127.0.0.1:8400/v1")   # where the models are served; their names are the settings
+    temperature: float = 0.0
+    max_steps: int = H.MAX_STEPS
+    timeout: float = 1800.0
+    agent_version: str = DEFAULT_VERSION
+    planner_name: str = DEFAULT_BASE_NAME
+    planner_turns: int | None = None
+    adapters: list = field(default_factory=lambda: list(ADAPTERS))
+    fallback: str | None = "pooled"
+    hint_field: str | None = None
+    record_rows: bool = False
+    pace_dir: str | None = runs.not_deciding(None)              # pacing says when an episode starts, not what it does
+    pace_cooldown: float = runs.not_deciding(120.0)
+
+    def __post_init__(self):
+        if self.bench not in BENCHES: raise ValueError(f"unknown benchmark {self.bench!r} (benchmarks: {', '.join(BENCHES)})")
+        if self.arm not in ARMS: raise ValueError(f"unknown arm {self.arm!r} (arms: {', '.join(ARMS)})")
+        if self.agent_version not in VERSIONS:
+            raise ValueError(f"unknown agent version {self.agent_version!r} (versions: {', '.join(VERSIONS)})")
+        self.adapters, self.timeout = sorted(self.adapters), float(self.timeout)
+        self.pace_dir = str(Path(self.pace_dir or default_pace_dir()).resolve())
+
+OPTION_NAMES = tuple(f.name for f in fields(OnlineOptions))
 
 def served_models(o) -> list:
     "The model names the run asks the server for."
-    if o["arm"] == "base": return [o["model"]]
-    return list(dict.fromkeys([o["planner_name"], o["model"], *o["adapters"], *([o["fallback"]] if o["fallback"] else [])]))
+    if o.arm == "base": return [o.model]
+    return list(dict.fromkeys([o.planner_name, o.model, *o.adapters, *([o.fallback] if o.fallback else [])]))
 
 def unit_fields(task) -> dict: return {"website": task["website"], "site": site_of(task["website"]), "level": task.get("level")}
 
@@ -335,16 +408,13 @@ def status_table(df):
     return pd.crosstab([d["level"], d["site"]], d["status"], margins=True, margins_name="all")
 
 def run_online(tasks, out, progress=True, args=None, **kw):
-    "Run every task not yet done in `out` (see above); `kw`: online_options, then run_units options. -> the engine's Run."
-    names = set(online_options.__code__.co_varnames[:online_options.__code__.co_argcount])
-    o = online_options(**{k: v for k, v in kw.items() if k in names})
-    engine = {k: v for k, v in kw.items() if k not in names and k != "keep_browsers"}
-    settings = {k: o[k] for k in ("bench", "arm", "model", "agent_version", "planner_name", "adapters", "fallback",
-                                  "temperature", "max_steps", "hint_field")}
+    "Run every task not yet done in `out` (see above); `kw`: OnlineOptions' fields, then run_units options. -> the engine's Run."
+    o = OnlineOptions(**{k: v for k, v in kw.items() if k in OPTION_NAMES})
+    engine = {k: v for k, v in kw.items() if k not in OPTION_NAMES and k != "keep_browsers"}
     run = runs.run_units(by_turns(tasks), run_online_episode, out, runner="online", fields=unit_fields, timeout=None,
-                         options=o, settings=settings, args=args or {"tasks": len(tasks)},
-                         models=[{"role": "agent", "name": n, "url": o["vllm"]} for n in served_models(o)],
-                         progress=progress, desc=f"online {o['bench']} {o['arm']}", keep_browsers=False,
+                         options=o, settings=runs.deciding_settings(o), args=args or {"tasks": len(tasks)},
+                         models=[{"role": "agent", "name": n, "url": o.vllm} for n in served_models(o)],
+                         progress=progress, desc=f"online {o.bench} {o.arm}", keep_browsers=False,
                          miniweb=False, tmp_root=staging_root(out), **engine)
     df = load_results(out)
     if progress and len(df): print(status_table(df).to_string(), flush=True)
@@ -369,12 +439,10 @@ def _online_cmd(args):
     if args.arm == "agent" and (args.hint_field or args.record_rows):
         raise SystemExit("webmix online: --hint-field and --record-rows are options of --arm base")
     tasks = _online_tasks(args)
-    try: served = check_server(args.vllm)
+    o = {k: getattr(args, k) for k in OPTION_NAMES}
+    names = served_models(OnlineOptions(**o))
+    try: require_served(args.vllm, names)
     except ValueError as e: raise SystemExit(f"webmix online: --vllm: {e}")
-    names = set(online_options.__code__.co_varnames[:online_options.__code__.co_argcount])
-    o = {k: getattr(args, k) for k in names}
-    missing = [m for m in served_models(online_options(**o)) if m not in served]
-    if missing: raise SystemExit(f"webmix online: {args.vllm} does not serve {', '.join(missing)} (it serves: {', '.join(served) or 'nothing'})")
     engine = {k: v for k, v in runs.run_kwargs(args).items() if k not in ("timeout", "keep_browsers")}
     try: run = run_online(tasks, args.out, args=vars(args), **o, **engine)
     except runs.RunRefused as e: raise SystemExit(f"webmix online: {e}")

@@ -5,13 +5,14 @@
 # %% auto #0
 __all__ = ['RESULTS', 'SECRET_WORDS', 'HOST', 'GC_THAW_EVERY', 'BACKENDS', 'read_results', 'done_keys', 'latest', 'parse_shard',
            'in_shard', 'shard_arg', 'RunRefused', 'FolderBusy', 'folder_lock', 'git_state', 'site_hashes', 'public',
-           'now', 'new_manifest', 'ManifestMismatch', 'differences', 'open_manifest', 'close_manifest', 'Worker',
-           'WorkerServer', 'describe', 'settle', 'unit_line', 'freeze_survivors', 'guarded', 'Run', 'stale_tmp',
-           'plan_units', 'run_sync', 'RayWorker', 'RayUnreachable', 'ray_init', 'run_units', 'fetch_title',
-           'add_run_options', 'run_kwargs', 'use_sites_dir']
+           'now', 'new_manifest', 'ManifestMismatch', 'differences', 'open_manifest', 'close_manifest', 'not_deciding',
+           'deciding_settings', 'Worker', 'WorkerServer', 'describe', 'settle', 'unit_line', 'freeze_survivors',
+           'guarded', 'Run', 'stale_tmp', 'plan_units', 'run_sync', 'RayWorker', 'RayUnreachable', 'ray_init',
+           'run_units', 'fetch_title', 'add_run_options', 'run_kwargs', 'use_sites_dir', 'option', 'split_options',
+           'add_option_flags', 'options_of']
 
 # %% ../nbs/04b_runs.ipynb #5e27602e
-import asyncio, fcntl, gc, hashlib, json, os, platform, shutil, socket, subprocess, sys, time, traceback, uuid
+import asyncio, fcntl, gc, hashlib, json, os, platform, re, shutil, socket, subprocess, sys, time, traceback, uuid
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -147,9 +148,9 @@ def _jsonable(v):
     return str(v)
 
 def public(args: dict) -> dict:
-    "Arguments fit for a manifest: JSON values, nothing whose name mentions a key, token, secret or password."
+    "Arguments fit for a manifest: JSON values, nothing named as a key, token, secret or password (`api_key`, not `max_tokens`)."
     return {k: _jsonable(v) for k, v in (args or {}).items()
-            if not any(w in k.lower() for w in SECRET_WORDS) and not callable(v)}
+            if not set(re.split(r"[\W_]+", k.lower())) & set(SECRET_WORDS) and not callable(v)}
 
 def now() -> str: return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -209,6 +210,19 @@ def close_manifest(out, index: int, **fields) -> None:
         m["sessions"][index].update(ended=now(), **fields)
         write_json_atomic(path, m)
 
+# %% ../nbs/04b_runs.ipynb #d77ea877
+from dataclasses import MISSING, fields, is_dataclass
+
+def not_deciding(default=MISSING, *, default_factory=MISSING):
+    "A field of a runner's options dataclass that does not decide results: left out of `deciding_settings`."
+    return field(default=default, default_factory=default_factory, metadata={"deciding": False})
+
+def deciding_settings(options) -> dict:
+    "{name: value} of every field of the options dataclass `options` but those declared with `not_deciding`."
+    if not is_dataclass(options) or isinstance(options, type):
+        raise TypeError(f"deciding_settings wants an instance of a runner's options dataclass, not {type(options).__name__}")
+    return {f.name: getattr(options, f.name) for f in fields(options) if f.metadata.get("deciding", True)}
+
 # %% ../nbs/04b_runs.ipynb #6de89a83
 @dataclass
 class Worker:
@@ -217,7 +231,7 @@ class Worker:
     out: Path
     tmp: Path
     headless: bool = True
-    options: dict = field(default_factory=dict)
+    options: object = field(default_factory=dict)   # the runner's options: a dict or its options record
     kept: object = None           # the worker's harness.KeptBrowser, when browsers are kept across units
 
     def browser(self, task=None, open_start=True, **session_kwargs):
@@ -580,3 +594,31 @@ def use_sites_dir(args) -> None:
         if not d.is_dir(): raise SystemExit(f"--sites-dir {args.sites_dir}: no such folder")
         prev = os.environ.get("WEBMIX_SITES_DIR")
         os.environ["WEBMIX_SITES_DIR"] = os.pathsep.join([str(d), *([prev] if prev else [])])
+
+# %% ../nbs/04b_runs.ipynb #7bffaa73
+def option(default, help: str, deciding=True, **flag):
+    "A field of a runner's options record (see above): its default, its --flag's help and argparse keywords, whether it decides results."
+    return field(default=default, metadata={"help": help, "deciding": deciding, "flag": flag})
+
+def split_options(cls, kw: dict) -> tuple:
+    "(the record `cls` of the keywords that are its fields, the other keywords)."
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in kw.items() if k in names}), {k: v for k, v in kw.items() if k not in names}
+
+def _flag_type(default):
+    if isinstance(default, tuple): return config.comma_list
+    return str if default is None else type(default)
+
+def add_option_flags(p, cls, skip=()):
+    "A --flag per field of the options record `cls` but those in `skip` (see above)."
+    for f in fields(cls):
+        if f.name in skip: continue
+        kw = {"help": f.metadata.get("help")}
+        if isinstance(f.default, bool): kw["action"] = "store_true"        # a switch, off by default
+        else: kw.update(default=list(f.default) if isinstance(f.default, tuple) else f.default, type=_flag_type(f.default))
+        p.add_argument("--" + f.name.replace("_", "-"), **{**kw, **f.metadata.get("flag", {})})
+    return p
+
+def options_of(cls, args):
+    "The record `cls` from parsed flags (a field without a flag keeps its default)."
+    return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})

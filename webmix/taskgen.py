@@ -11,9 +11,9 @@ __all__ = ['MODEL', 'BUDGET', 'STAND_IN', 'STAND_INS', 'SKIP_KINDS', 'SYSTEM_PRO
            'scripted_proposer', 'append_lines', 'read_jsonl', 'propose', 'fmt_log', 'fmt_changes', 'fmt_actions',
            'last_seen', 'shot_paths', 'image_part', 'judge_messages', 'NoVerdict', 'parse_verdict', 'with_retries',
            'judge_episode', 'episode_of', 'seeded_verdict', 'ScriptedJudge', 'judge_dir', 'run_episodes', 'judge_all',
-           'judge_run', 'verifier_outcomes', 'confusion', 'compare', 'validation_figure', 'validate', 'task_order',
-           'interleave', 'site_of_task', 'episode_rows_ok', 'select_rows', 'add_model_options', 'default_tasks_file',
-           'save_figure', 'add_taskgen_cli']
+           'judge_run', 'verifier_outcomes', 'ungraded_why', 'graded_outcomes', 'confusion', 'compare', 'ungraded_note',
+           'validation_figure', 'validation', 'validate', 'task_order', 'interleave', 'site_of_task', 'episode_rows_ok',
+           'select_rows', 'add_model_options', 'default_tasks_file', 'save_figure', 'add_taskgen_cli']
 
 # %% ../nbs/13_taskgen.ipynb #c8ca5c09
 import base64, hashlib, html, json, os, random, re, shutil, threading, time
@@ -510,12 +510,35 @@ def judge_run(run, spec=None, workers=4, tasks=None, out=None, retries=3, progre
     return summary
 
 # %% ../nbs/13_taskgen.ipynb #53ec3539
+from collections import Counter
+
 def verifier_outcomes(run) -> dict:
-    "task_id -> latest result line of every episode of `run` that a verifier graded (proposed ones left out)."
+    "task_id -> latest result line of every episode of `run` that a verifier was to grade (proposed ones left out)."
     run = Path(run)
     f = run / "results_regraded.jsonl"
     lines = read_jsonl(f) if f.exists() else runs.read_results(run)
     return {k: r for k, r in runs.latest(lines).items() if r.get("kind") != "proposed" and "ok" in r}
+
+def ungraded_why(line: dict, g) -> str | None:
+    "Why no verifier graded the episode of result `line` (`g`: its grade inputs, None when it has none): 'timeout', 'error', 'no verifier grade'; None when one did."
+    g = g or {}
+    if g.get("timed_out") or str(line.get("cause") or "").startswith("timeout"): return "timeout"
+    if g.get("error") or "trace" in line or "detail" not in line: return "error"     # the engine's line of a unit that raised has no detail
+    if not g: return "no verifier grade"
+    return None
+
+def _grade_inputs(ep: Path):
+    f = ep / "grade_inputs.json"
+    return json.loads(f.read_text()) if f.exists() else None
+
+def graded_outcomes(run) -> tuple:
+    "({task_id: result line} of the episodes of `run` a verifier graded, [{task_id, site, family, why}] of those it did not)."
+    graded, ungraded = {}, []
+    for key, r in verifier_outcomes(run).items():
+        why = ungraded_why(r, _grade_inputs(Path(run) / key))
+        if why is None: graded[key] = r
+        else: ungraded.append({"task_id": key, "site": r.get("site", "?"), "family": r.get("family", "?"), "why": why})
+    return graded, ungraded
 
 def confusion(pairs) -> dict:
     "Counts and rates of (verifier ok, judge ok) pairs: tp, fp, fn, tn, agreement, precision, recall."
@@ -528,20 +551,31 @@ def confusion(pairs) -> dict:
             "verifier_pass": tp + fn, "judge_pass": tp + fp, "tp": tp, "fp": fp, "fn": fn, "tn": tn}
 
 def compare(run, jdir) -> tuple:
-    "(pairs DataFrame [task_id, site, family, verifier, judge], table by overall/site/family) of a judged run."
+    "(pairs DataFrame [task_id, site, family, verifier, judge] of the graded episodes, table by overall/site/family with `ungraded` counts)."
     import pandas as pd
     jdir = Path(jdir)
+    graded, ungraded = graded_outcomes(run)
     rows = []
-    for key, r in verifier_outcomes(run).items():
+    for key, r in graded.items():
         f = jdir / f"{key}.json"
         if f.exists():
             rows.append({"task_id": key, "site": r.get("site", "?"), "family": r.get("family", "?"),
                          "verifier": bool(r["ok"]), "judge": json.loads(f.read_text())["predicted_label"] == 1})
     pairs = pd.DataFrame(rows, columns=["task_id", "site", "family", "verifier", "judge"])
-    table = [{"by": "all", "group": "all", **confusion(zip(pairs.verifier, pairs.judge))}]
+    left = pd.DataFrame(ungraded, columns=["task_id", "site", "family", "why"])
+    table = [{"by": "all", "group": "all", **confusion(zip(pairs.verifier, pairs.judge)), "ungraded": len(left)}]
     for by in ("site", "family"):
-        for g, d in pairs.groupby(by): table.append({"by": by, "group": g, **confusion(zip(d.verifier, d.judge))})
+        for g in sorted(set(pairs[by]) | set(left[by])):
+            d = pairs[pairs[by] == g]
+            table.append({"by": by, "group": g, **confusion(zip(d.verifier, d.judge)), "ungraded": int((left[by] == g).sum())})
     return pairs, pd.DataFrame(table)
+
+def ungraded_note(ungraded) -> str:
+    "One line on the episodes no verifier graded ('' for none)."
+    if not ungraded: return ""
+    by = Counter(u["why"] for u in ungraded)
+    return (f"{len(ungraded)} episode(s) no verifier graded ({', '.join(f'{k}: {v}' for k, v in sorted(by.items()))}): "
+            "left out of the agreement")
 
 def validation_figure(pairs, table, title="judge vs verifier"):
     "A plotly figure: the confusion matrix, and the agreement per site and per family."
@@ -558,16 +592,22 @@ def validation_figure(pairs, table, title="judge vs verifier"):
                              showlegend=False), row=1, col=col)
         fig.update_yaxes(range=[0, 1], row=1, col=col)
     fig.update_layout(title=f"{title}: agreement {a.agreement}, precision {a.precision}, recall {a.recall} "
-                            f"({a.episodes} episodes)", height=380, width=1000)
+                            f"({a.episodes} episodes, {a.ungraded} not graded)", height=380, width=1000)
     return fig
 
+def validation(run, jdir, method, summary) -> dict:
+    "compare's pairs and table, with the episodes no verifier graded, saved as `jdir`/_validate.json. -> {summary, metrics, table, pairs, ungraded}."
+    pairs, table = compare(run, jdir)
+    ungraded = graded_outcomes(run)[1]
+    metrics = table.iloc[0].to_dict()
+    write_json_atomic(Path(jdir) / "_validate.json", {"method": method, "metrics": metrics, "table": table.to_dict("records"),
+                                                      "ungraded": ungraded})
+    return {"summary": summary, "metrics": metrics, "table": table, "pairs": pairs, "ungraded": ungraded}
+
 def validate(run, spec=None, workers=4, retries=3, progress=True, say=print) -> dict:
-    "The taskgen judge on a run whose episodes a verifier graded, compared with it. -> {summary, metrics, table, pairs}."
+    "The taskgen judge on a run whose episodes a verifier graded, compared with it (see `validation`)."
     summary = judge_run(run, spec, workers=workers, retries=retries, progress=progress, say=say, kinds={"human", "datagen"})
-    pairs, table = compare(run, judge_dir(run))
-    write_json_atomic(judge_dir(run) / "_validate.json", {"method": "taskgen", "metrics": table.iloc[0].to_dict(),
-                                                           "table": table.to_dict("records")})
-    return {"summary": summary, "metrics": table.iloc[0].to_dict(), "table": table, "pairs": pairs}
+    return validation(run, judge_dir(run), "taskgen", summary)
 
 # %% ../nbs/13_taskgen.ipynb #adbcbb6f
 def task_order(run, tasks=None) -> list:
@@ -658,6 +698,7 @@ def _judge_cmd(args):
 def _validate_cmd(args):
     r = validate(args.run, _spec(args), args.workers, args.retries)
     print(r["table"].to_string(index=False))
+    if note := ungraded_note(r["ungraded"]): print(note)
     save_figure(r, args.figure, "taskgen judge vs verifier")
     if r["summary"]["errors"]: raise SystemExit(f"{r['summary']['errors']} episode(s) not judged; rerun to retry them")
 

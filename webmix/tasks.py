@@ -10,7 +10,8 @@ __all__ = ['MID_SHARE', 'MAKERS', 'COSMETIC', 'PREFIX_MACRO', 'STOPWORDS', 'ASKA
            'make_count', 'answer_check', 'make_report', 'make_open_detail', 'make_copy', 'make_download', 'upload_name',
            'make_upload', 'form_fields', 'create_task', 'new_record', 'make_create', 'edit_task', 'make_edit',
            'make_field', 'make_delete', 'make_comment', 'make_login', 'make_logout', 'make_home', 'crumbs',
-           'make_crumb', 'make_menu', 'make_board', 'make_signature', 'make_tasks', 'interleave', 'all_tasks']
+           'make_crumb', 'make_menu', 'make_board', 'make_signature', 'make_tasks', 'interleave', 'all_tasks',
+           'split_sites', 'split_tasks', 'write_tasks', 'stop_unknown', 'add_tasks_cli']
 
 # %% ../nbs/05a_tasks.ipynb #5f6a9afa
 import hashlib, json, random, re
@@ -21,6 +22,7 @@ from urllib.parse import urlencode, urlsplit
 from werkzeug.datastructures import MultiDict
 
 from .catalog import FAMILY_OF, macros_for_control
+from .config import comma_list, split_of
 from .miniweb import fmt_value, list_query, load_sites
 from .wording import COMMENTS, PEOPLE, TEMPLATES, lower_label, new_value, quoted, shown, singular, stored
 
@@ -609,3 +611,61 @@ def all_tasks(sites=None, macros=None, per_control=1, seed=0, sites_dir=None) ->
     "Interleaved tasks of several sites (default: every site)."
     names = sites or sorted(load_sites(sites_dir))
     return interleave([t for s in names for t in make_tasks(s, per_control, seed, macros, sites_dir)])
+
+# %% ../nbs/05a_tasks.ipynb #398d3209
+def split_sites(split="all", sites_dir=None) -> list:
+    "The names of the sites of a split ('train', 'test', or 'all': every site), in order."
+    names = sorted(load_sites(sites_dir))
+    return names if split == "all" else [s for s in names if split_of(s) == split]
+
+def split_tasks(split="all", sites=None, macros=None, per_control=1, seed=0, limit=0, sites_dir=None) -> list:
+    "The tasks datagen makes on the sites of `split` (or on `sites`), the first `limit` of them (0: all)."
+    tasks = all_tasks(sites or split_sites(split, sites_dir), macros, per_control, seed, sites_dir)
+    return tasks[:limit] if limit else tasks
+
+def write_tasks(tasks, out) -> Path:
+    "A tasks file: one task record (JSON) a line."
+    out = Path(out)
+    out.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in tasks))
+    return out
+
+def stop_unknown(command, kind, asked, known) -> None:
+    "Stop `webmix <command>` with a one-line message naming what is unknown and what there is."
+    bad = [x for x in asked or [] if x not in known]
+    if bad: raise SystemExit(f"webmix {command}: unknown {kind} {', '.join(bad)} (there are: {', '.join(sorted(known))})")
+
+def _writable_file(command, out) -> None:
+    "Stop in one line unless `out` can be written as a file (its folder is made when missing)."
+    p = Path(out)
+    if p.is_dir(): raise SystemExit(f"webmix {command}: --out {out} is a folder; give a file, e.g. {p / 'tasks.jsonl'}")
+    if p.parent.exists() and not p.parent.is_dir(): raise SystemExit(f"webmix {command}: --out {out}: {p.parent} is a file, not a folder")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "a"): pass
+    except OSError as e: raise SystemExit(f"webmix {command}: --out {out}: cannot write it ({e.strerror or e})") from None
+
+def _tasks_cmd(args):
+    from webmix.catalog import MACROS
+    stop_unknown("tasks", "site", args.sites, load_sites(args.sites_dir))
+    stop_unknown("tasks", "macro", args.macros, MACROS)
+    in_split = split_sites(args.split, args.sites_dir)
+    outside = [s for s in args.sites or [] if s not in in_split]
+    if outside: raise SystemExit(f"webmix tasks: {', '.join(outside)}: not on the {args.split} split (its sites: {', '.join(in_split)})")
+    _writable_file("tasks", args.out)
+    tasks = split_tasks(args.split, args.sites, args.macros, args.per_control, args.seed, args.limit, args.sites_dir)
+    write_tasks(tasks, args.out)
+    print(f"{len(tasks)} tasks ({len({t['site'] for t in tasks})} sites, {len({t['macro'] for t in tasks})} macros) -> {args.out}")
+
+def add_tasks_cli(sub):
+    "Register `tasks` on an argparse subparsers object."
+    p = sub.add_parser("tasks", help="write the tasks datagen makes to a tasks file (JSON lines), as `webmix evaluate --tasks` reads")
+    p.add_argument("--out", required=True, help="the tasks file, e.g. tasks.jsonl")
+    p.add_argument("--split", choices=["train", "test", "all"], default="all", help="the sites of this split")
+    p.add_argument("--sites", type=comma_list, default=None, help="comma-separated site names (default: every site of the split)")
+    p.add_argument("--macros", type=comma_list, default=None, help="comma-separated macros (default: all)")
+    p.add_argument("--per-control", type=int, default=1, help="tasks per (control, macro)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the draw")
+    p.add_argument("--limit", type=int, default=0, help="only the first N tasks, as datagen's --limit runs them (0: all)")
+    p.add_argument("--sites-dir", default=None, help="a folder of your own site specs, beside the embedded sites")
+    p.set_defaults(func=_tasks_cmd)
+
