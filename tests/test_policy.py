@@ -86,6 +86,7 @@ def offered_actions(requests) -> set:
     return {name for req in requests for name in action_schemas(req)}
 
 
+@pytest.mark.timeout(3600)                # all 72 (WEBMIX_POLICY_ALL=1) take longer than the suite's 900 s
 def test_human_tasks_pass_without_javascript(tmp_path):
     every = os.environ.get("WEBMIX_POLICY_ALL") == "1"
     tasks = [t for t in human_tasks("all") if every or t["key"] in REPRESENTATIVE]
