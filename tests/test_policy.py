@@ -6,8 +6,8 @@ the URL) and its own knowledge of the task and the site, as a model must.
 - Human-style tasks (data/annotations): a representative set covering every kind of script step (logins, cross-site
   tasks, forms, filters, sliders, date ranges, pages, copies, downloads, uploads, deletions, comments, board drags,
   signatures, answers) on both splits pass their verifiers (18 tasks, about 5 minutes with 2 workers on 2 cores; the
-  whole module about 11). WEBMIX_POLICY_ALL=1 runs all 72 tasks of both splits instead (about 15 minutes with 2
-  workers; the policy notebook's one-browser run of all 72 takes 19).
+  whole module about 11). WEBMIX_POLICY_ALL=1 runs all 72 tasks of both splits instead (25 minutes with 2
+  workers on the busy shared machine; the policy notebook's one-browser run of all 72 took 19 on quieter cores).
 - No request offers browser-use's `evaluate` action and no episode takes one; every reply fits its request's schema.
 - With wrong_element at 1 tasks fail on a wrong click; with premature at 1 they end early and fail.
 - Datagen tasks, one of every macro (board drag, signature, upload, copy, slider among them), written to a tasks
