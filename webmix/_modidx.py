@@ -374,6 +374,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'webmix.harness._session_of': ('harness.html#_session_of', 'webmix/harness.py'),
                                 'webmix.harness._start_session': ('harness.html#_start_session', 'webmix/harness.py'),
                                 'webmix.harness._warn_if_imported_first': ('harness.html#_warn_if_imported_first', 'webmix/harness.py'),
+                                'webmix.harness._wire': ('harness.html#_wire', 'webmix/harness.py'),
                                 'webmix.harness._write_prefs': ('harness.html#_write_prefs', 'webmix/harness.py'),
                                 'webmix.harness.admin_get': ('harness.html#admin_get', 'webmix/harness.py'),
                                 'webmix.harness.backend_state': ('harness.html#backend_state', 'webmix/harness.py'),

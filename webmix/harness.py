@@ -521,22 +521,25 @@ async def flush_recorder(bs) -> None:
 
 
 # %% ../nbs/04_harness.ipynb #4fb553e4
+def _wire(cdp, base, sid) -> list:
+    "Forward `cdp`'s recorder reports to session `sid` as they come (in order); -> the commands that start the recorder."
+    cdp.on("Runtime.bindingCalled", Recorder(base, sid).forward)
+    return recorder_setup()
+
 async def playwright_session(context, page, base: str, flags: dict | None = None) -> str:
     "A fresh MiniWeb session for an async Playwright `page` of `context`, its recorder on; -> the session id."
     got = await asyncio.to_thread(open_session, base, flags)
     await context.add_cookies([_cookie_for(base, got)])
-    cdp, rec = await context.new_cdp_session(page), Recorder(base, got["session"])
-    cdp.on("Runtime.bindingCalled", rec.forward)          # in order, before the next event is handled
-    for method, params in recorder_setup(): await cdp.send(method, params)
+    cdp = await context.new_cdp_session(page)
+    for method, params in _wire(cdp, base, got["session"]): await cdp.send(method, params)
     return got["session"]
 
 def playwright_session_sync(context, page, base: str, flags: dict | None = None) -> str:
     "`playwright_session` for the sync Playwright API."
     got = open_session(base, flags)
     context.add_cookies([_cookie_for(base, got)])
-    cdp, rec = context.new_cdp_session(page), Recorder(base, got["session"])
-    cdp.on("Runtime.bindingCalled", rec.forward)
-    for method, params in recorder_setup(): cdp.send(method, params)
+    cdp = context.new_cdp_session(page)
+    for method, params in _wire(cdp, base, got["session"]): cdp.send(method, params)
     return got["session"]
 
 # %% ../nbs/04_harness.ipynb #5d9c50ff
