@@ -126,6 +126,17 @@ def test_server_stops_and_frees_its_port():
     assert threading.active_count() <= before + 1
 
 
+def test_an_idle_server_does_not_spin():
+    "Between requests the serving loop sleeps: the process spends a small part of a core while the server waits."
+    with ScriptedServer("x") as srv:
+        assert client(srv).chat.completions.create(model="m", messages=USER).choices[0].message.content == "x"
+        time.sleep(0.5)
+        cpu0, t0 = time.process_time(), time.monotonic()
+        time.sleep(2.0)
+        share = (time.process_time() - cpu0) / (time.monotonic() - t0)
+    assert share < 0.25, f"an idle scripted server used {share:.0%} of a core"
+
+
 # ── google-genai ─────────────────────────────────────────────────────────────
 
 def test_google_genai_against_the_gemini_route():

@@ -318,18 +318,21 @@ class ScriptedServer:
     def start(self):
         from waitress.server import create_server
         self._server = create_server(self.app, host="127.0.0.1", port=self.port, threads=self.threads,
-                                     ident="webmix-scripted", asyncore_use_poll=True, asyncore_loop_timeout=0.2)
+                                     ident="webmix-scripted", asyncore_use_poll=True, asyncore_loop_timeout=1)  # an int: waitress makes 0.2 into 0, a loop that spins a core idle
         self.port = int(self._server.effective_port)
-        threading.Thread(target=self._server.run, daemon=True, name=f"scripted-llm-{self.port}").start()
+        self._thread = threading.Thread(target=self._server.run, daemon=True, name=f"scripted-llm-{self.port}")
+        self._thread.start()
         return self
 
     def stop(self):
-        "Stop serving: the worker threads, then every socket (the serving loop ends when none is left)."
+        "Stop serving: the worker threads, then every socket, closed by the serving loop itself (it ends when none is left)."
         from waitress import wasyncore
         if self._server is None: return
-        self._server.task_dispatcher.shutdown()
-        wasyncore.close_all(self._server._map)
-        self._server = None
+        server, self._server = self._server, None
+        server.task_dispatcher.shutdown()
+        # the loop sleeps in poll() up to its timeout: its trigger wakes it to close the sockets, so the port is free on return
+        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
+        self._thread.join(5)
 
     def __enter__(self): return self.start()
     def __exit__(self, *exc): self.stop()
