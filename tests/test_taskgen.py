@@ -262,7 +262,7 @@ def test_validation_leaves_out_episodes_no_verifier_graded(tmp_path):
     rdir = tmp_path / "run"
     with llm.ScriptedServer({"base": model}) as srv:
         try: run_evaluate([tasks[ids[k]] for k in ("graded", "slow", "broken")], rdir, vllm=srv.base_url, base_name="base",
-                          timeout=90, workers=1, ports=[port], progress=False)
+                          timeout=45, workers=1, ports=[port], progress=False)
         finally: release.set()
     lines = T.runs.latest(T.runs.read_results(rdir))
     assert lines[ids["slow"]]["cause"].startswith("timeout") and lines[ids["broken"]]["ok"] is False, lines

@@ -10,8 +10,6 @@ import json
 from functools import cache
 from pathlib import Path
 
-import jsonschema
-
 from . import config
 
 # %% ../nbs/00b_formats.ipynb #58fcb031
@@ -45,6 +43,7 @@ def schema(name: str) -> dict:
 
 @cache
 def _validator(name):
+    import jsonschema            # here, not at the top: importing it costs about a second, in every process that imports webmix
     return jsonschema.Draft202012Validator(schema(name))
 
 def problems(name: str, obj, where: str = "") -> list:
