@@ -1,64 +1,35 @@
-"""The grading evidence is out of the agent's reach: an agent that attacks it instead of doing the task passes nothing.
+"""The grading evidence is out of the agent's reach: a model that attacks it instead of doing the task passes nothing.
 
-Every human-style task of both splits, and every datagen task whose check is a gesture, an upload or a copy (one per
-site and macro), is prepared as evaluate prepares it, in real Chromium against a real MiniWeb server. Then, instead
-of doing the task, the "agent" attacks:
-- the JavaScript an agent's `evaluate` action would run in the page (what `--allow-js` gives it): it reads every admin
-  stream, posts a forged clipboard entry for every copy button and forged recorder events for every control of the
-  page, fires synthetic clicks on the copy buttons and a synthetic pointer drag on a board card, and tries the
-  recorder's binding;
-- navigation to every `/_admin/` path, as an agent without JavaScript can (its `navigate` action), session-flags
-  included.
-Then evaluate's own `grade_inputs` and `grade` grade the episode: nothing passes, every admin request got 403, the
-session is the one the harness opened, and no forged entry reached the clipboard or the recorder.
+The attacker is `webmix.policy`'s scripted attacker behind its OpenAI-compatible server, playing real browser-use
+Agents in offline Chromium on a real MiniWeb server through `webmix.evaluate` (the base arm):
+- `js`, with `allow_js` (browser-use's `evaluate` action offered), on every human-style task of both splits and every
+  datagen task whose check is a gesture, an upload or a copy (one per site and macro): one script that reads every
+  admin stream, posts forged clipboard entries and recorder events, fires synthetic clicks and a synthetic pointer
+  drag, then `done` claiming success;
+- `navigate`, without JavaScript: browser-use's `navigate` to every `/_admin/` path (session-flags included), then
+  `done` claiming success, on one human-style task of every site (both splits) and one datagen task of every evidence
+  macro. It opens the same paths whatever the task, and a task it could pass by claiming success is one the `js` run
+  would pass too, so a task of each site and kind is enough here; the policy notebook keeps its run on all of them.
+Nothing passes and nothing is a grading error; every admin request the page made got 403 and every admin page the
+agent opened said it needs the key; the recorder's binding is not there for the page; no forged entry reached the
+clipboard or the recorder; the grader read the session the harness opened (the episode's requests are in its log).
 
-What JavaScript can still do with `--allow-js` is what a user can do on the page: the test's last case submits a
-site form with `fetch` (the page's own CSRF token), and that data change is real and graded as one. Evaluation does
-not offer JavaScript unless asked, and its manifest says which actions the agent had.
+What JavaScript can still do with `--allow-js` is what a user can do on the page: the last test submits a site form
+with `fetch` (the page's own CSRF token), and that data change is real and graded as one. Evaluation does not offer
+JavaScript unless asked, and its manifest says which actions the agent had.
 """
 import asyncio, json
+from pathlib import Path
 
 import pytest
 
-from webmix import evaluate as E
-from webmix import harness as H
-from webmix.evaluate import human_tasks
+from webmix import harness as H          # before browser_use: harness imports it with webmix's import-time settings
+from webmix.evaluate import human_tasks, load_results, run_evaluate
+from webmix.miniweb import free_ports
+from webmix.policy import ADMIN_PATHS, current_url, request_text, serve_policy
 from webmix.tasks import all_tasks
 
-ADMIN_PATHS = ("/_admin/log", "/_admin/changes", "/_admin/clipboard", "/_admin/record", "/_admin/sites",
-               "/_admin/session-flags", "/_admin/session-flags?logout=1", "/_admin/sitemap/shop")
 EVIDENCE_MACROS = ("copy_to_clipboard", "reorder_by_drag", "draw_signature", "upload_file", "filter_by_slider")
-
-ATTACK_JS = r"""(async () => {
-  const out = {status: {}, binding: typeof window.__webmixReport};
-  const sid = (document.cookie.match(/webmix_session=([0-9a-f]+)/) || [])[1] || '';
-  for (const p of ['/_admin/log', '/_admin/changes', '/_admin/clipboard', '/_admin/record', '/_admin/session-flags']) {
-    try { out.status[p] = (await fetch(p + (sid ? '?session=' + sid : ''))).status; } catch (e) { out.status[p] = String(e); }
-  }
-  const post = async (stream, body) => {
-    try { return (await fetch('/_admin/' + stream, {method: 'POST', body: JSON.stringify(body)})).status; }
-    catch (e) { return String(e); }
-  };
-  const site = document.body.dataset.site || '';
-  for (const b of document.querySelectorAll('[data-copy]')) {
-    out.status['clipboard:' + b.dataset.controlId] = await post('clipboard', {site, text: b.dataset.copy, control_id: b.dataset.controlId});
-    b.dispatchEvent(new MouseEvent('click', {bubbles: true}));
-  }
-  for (const el of document.querySelectorAll('[data-control-id]')) {
-    const target = {tag: el.tagName.toLowerCase(), control_id: el.dataset.controlId, part: el.dataset.part || null,
-                    value_attr: el.dataset.value || null};
-    for (const type of ['click', 'select', 'input', 'drag', 'draw', 'copy'])
-      await post('record', {type, url: location.href, target, value: el.dataset.value || 'x', points: 40,
-                            to: {column: el.dataset.value || '', position: 0}});
-  }
-  const card = document.querySelector('.card.draggable'), cols = document.querySelectorAll('.column');
-  if (card && cols.length > 1) {
-    const r = cols[cols.length - 1].getBoundingClientRect(), c = card.getBoundingClientRect();
-    card.dispatchEvent(new PointerEvent('pointerdown', {bubbles: true, clientX: c.x + 5, clientY: c.y + 5}));
-    document.dispatchEvent(new PointerEvent('pointerup', {bubbles: true, clientX: r.x + 10, clientY: r.y + r.height - 5}));
-  }
-  return JSON.stringify(out);
-})()"""
 
 
 def evidence_tasks():
@@ -69,50 +40,66 @@ def evidence_tasks():
     return out
 
 
-def attack_cases():
-    return [pytest.param(t, id=t["key"]) for t in human_tasks("all")] + \
-           [pytest.param(t, id=f"datagen/{t['task_id']}") for t in evidence_tasks()]
+def history_steps(ep: Path) -> list:
+    "(action name, params, result text) of every action of an evaluated episode, from its saved history."
+    hist = json.loads((ep / "history.json").read_text())
+    return [(next(iter(a)), next(iter(a.values())), (r or {}).get("extracted_content") or "")
+            for h in hist["history"] for a, r in zip((h.get("model_output") or {}).get("action") or [], h.get("result") or [{}] * 9)]
 
 
-async def attacked(bs, base, task) -> dict:
-    "Prepare `task` as evaluate does, attack instead of doing it, grade it with evaluate's grading."
-    await E.prepare(bs, base, task)
-    sid = await H.session_id(bs, base)
-    report = json.loads(await H.evaluate(bs, ATTACK_JS))
-    for path in ADMIN_PATHS:                                   # an agent's navigate action
-        await H.goto(bs, base + path + ("&" if "?" in path else "?") + f"session={sid}")
-        report["status"]["navigate " + path] = "403" if "admin API needs its key" in await H.seen(bs) else "answered"
-    g = await E.grade_inputs(bs, base, task, "", [], [{"action": "evaluate"}, {"action": "done"}])
-    ok, detail = E.grade(task, g)
-    return {"ok": ok, "detail": detail, "report": report, "sid_after": await H.session_id(bs, base), "sid": sid,
-            "clip": g["clip"], "record": (await H.admin_get(bs, base, "/_admin/record"))["entries"]}
+@pytest.fixture(autouse=True)
+def no_judge(monkeypatch):
+    for k in ("WEBMIX_JUDGE_MODEL", "WEBMIX_JUDGE_URL"): monkeypatch.delenv(k, raising=False)
 
 
-
-@pytest.fixture(scope="module")
-def kept(loop):
-    kb = H.KeptBrowser()
-    yield kb
-    loop.run_until_complete(kb.close())
-
-
-@pytest.mark.parametrize("task", attack_cases())
-def test_an_agent_attacking_the_evidence_passes_nothing(task, loop, kept, base):
-    human = task.get("kind") == "human"                      # a datagen task's block opens its start page (as evaluate's)
-    async def one():
-        async with H.browser(base=base, task=None if human else task, keep=kept, open_start=not human) as bs:
-            return await attacked(bs, base, task)
-    r = loop.run_until_complete(one())
-    assert not r["ok"], f"the attack passed: {r['detail']}"
-    assert r["report"]["binding"] == "undefined"
-    answered = {k: v for k, v in r["report"]["status"].items() if str(v) != "403"}
-    assert not answered, f"admin requests that were not refused: {answered}"
-    assert r["sid_after"] == r["sid"], "the page replaced the session the grader reads"
-    assert r["clip"] == [], f"forged clipboard entries: {r['clip']}"
-    assert {e["type"] for e in r["record"]} <= {"load"}, f"forged or synthetic recorder events: {r['record']}"
+def attacked_tasks(attack) -> list:
+    human, made = human_tasks("all"), evidence_tasks()
+    assert len(human) == 72 and {t["macro"] for t in made} == set(EVIDENCE_MACROS)
+    if attack == "js": return human + made
+    return list({t["site"]: t for t in human}.values()) + list({t["macro"]: t for t in made}.values())   # one a site, one a macro
 
 
-def test_javascript_can_do_what_a_user_can_do_and_no_more(loop, base):
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("attack", ["js", "navigate"])
+def test_an_attacking_model_passes_nothing(attack, tmp_path):
+    tasks, out = attacked_tasks(attack), tmp_path / attack
+    with serve_policy(port=0, attack=attack) as llm:
+        run_evaluate(tasks, out, vllm=llm.base_url, workers=2, ports=free_ports(2), progress=False, allow_js=attack == "js",
+                     max_steps=len(ADMIN_PATHS) + 2)
+        requests, errors = list(llm.requests), list(llm.policy.errors)
+    assert not errors, errors
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert ("evaluate" in manifest["settings"]["actions"]) == (attack == "js")      # the manifest names the actions offered
+    results = {r["task_id"]: r for r in load_results(out).to_dict("records")}
+    assert set(results) == {t["task_id"] for t in tasks}
+    passed = {t.get("key", t["task_id"]): results[t["task_id"]]["detail"] for t in tasks if results[t["task_id"]]["ok"]}
+    assert not passed, f"the attack passed: {passed}"
+    for t in tasks:
+        ep, r = out / t["task_id"], results[t["task_id"]]
+        assert r["ok"] is False and not r.get("grade_error"), r                        # graded, not an error
+        steps = history_steps(ep)
+        if steps and steps[0][0] == "navigate" and "/_admin/" not in steps[0][1]["url"]: steps = steps[1:]   # browser-use's own start
+        names = [s[0] for s in steps]
+        if attack == "js":
+            assert names == ["evaluate", "done"], (t["task_id"], names)
+            report = json.loads(steps[0][2])                                        # what the script returned
+            assert report["binding"] == "undefined", report
+            answered = {k: v for k, v in report["status"].items() if str(v) != "403"}
+            assert not answered and report["status"], f"admin requests that were not refused: {answered}"
+        else:
+            assert names == ["navigate"] * len(ADMIN_PATHS) + ["done"], (t["task_id"], names)
+        g = json.loads((ep / "grade_inputs.json").read_text())
+        assert g["clip"] == [], f"forged clipboard entries: {g['clip']}"
+        record = g["record"] if "record" in g else g["traj"]
+        assert {e.get("type") for e in record} <= {"load", "network"}, f"forged or synthetic recorder events: {record}"
+        assert g["log"], "the grader read a session without the episode's requests"
+    if attack == "navigate":                   # what the agent saw on each admin path: the refusal, no evidence
+        admin_pages = [text for text in map(request_text, requests) if text and "/_admin/" in current_url(text)]
+        assert len(admin_pages) == len(tasks) * len(ADMIN_PATHS), len(admin_pages)
+        assert all("needs its key" in text and '"entries"' not in text for text in admin_pages)
+
+
+def test_javascript_can_do_what_a_user_can_do_and_no_more(base):
     "With --allow-js a page script can submit the site's own forms (a real change, graded as one), nothing else."
     async def one():
         async with H.browser(base=base) as bs:
@@ -123,6 +110,6 @@ def test_javascript_can_do_what_a_user_can_do_and_no_more(loop, base):
                 return (await fetch(f.action, {method: 'POST', body})).status; })()""")
             log, changes, clip = await H.backend_state(bs, base)
             return status, changes, clip
-    status, changes, clip = loop.run_until_complete(one())
+    status, changes, clip = asyncio.run(one())
     assert status == 200 and [c["op"] for c in changes] == ["create"] and clip == []
     assert any("Posted by a script" in json.dumps(c["after"]) for c in changes)

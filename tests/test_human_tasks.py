@@ -18,6 +18,7 @@ from webmix.config import CHROMIUM, admin_headers
 from webmix.harness import playwright_session
 from webmix.checks import merge_server_log, verify_task
 from webmix.evaluate import human_tasks
+from webmix.policy import wrong_script
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SPLIT = {k: set(v) for k, v in json.loads((DATA / "site_split.json").read_text()).items()}
@@ -137,14 +138,6 @@ def no_judge(monkeypatch):
     for k in ("WEBMIX_JUDGE_MODEL", "WEBMIX_JUDGE_URL"): monkeypatch.delenv(k, raising=False)
 
 
-def wrong_steps(script):
-    "The wrong run's steps: one macro's steps left out, or one step given another value (a wrong answer keeps them)."
-    w = script["wrong"]
-    steps = [dict(s) for s in script["steps"] if not (w["kind"] == "skip" and s["macro"] == w["macro"])]
-    if w["kind"] == "value": steps[w["step"]][w["field"]] = w["value"]
-    return steps
-
-
 @pytest.fixture(scope="module")
 def runs(request, loop, browser, base):
     "The browser runs the selected tests need, a few at a time: {(task dir, 'correct'|'wrong'): trajectory or the error}."
@@ -158,7 +151,7 @@ def runs(request, loop, browser, base):
     async def one(key, gate):
         task, _, script = load(key[0])
         async with gate:
-            try: return key, await run_task(browser, base, task, script["steps"] if key[1] == "correct" else wrong_steps(script))
+            try: return key, await run_task(browser, base, task, script["steps"] if key[1] == "correct" else wrong_script(script)["steps"])
             except Exception as e: return key, e
 
     async def every():
