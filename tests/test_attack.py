@@ -95,7 +95,7 @@ def test_an_attacking_model_passes_nothing(attack, tmp_path):
         assert g["log"], "the grader read a session without the episode's requests"
     if attack == "navigate":                   # what the agent saw on each admin path: the refusal, no evidence
         admin_pages = [text for text in map(request_text, requests) if text and "/_admin/" in current_url(text)]
-        assert len(admin_pages) == len(tasks) * len(ADMIN_PATHS), len(admin_pages)
+        assert len(admin_pages) >= len(tasks) * len(ADMIN_PATHS), len(admin_pages)      # a page after every navigate
         assert all("needs its key" in text and '"entries"' not in text for text in admin_pages)
 
 

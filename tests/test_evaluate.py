@@ -109,7 +109,7 @@ def test_killed_run_resumes_proposed_rows_timeouts_and_cancellation(tmp_path, mo
     import asyncio, time
     from test_datagen import _kill_group, _lines
     from webmix.formats import problems
-    from webmix.policy import serve_policy
+    from webmix.policy import ScriptedPolicy, serve_policy
     tasks_file = tmp_path / "tasks.jsonl"
     ids = _proposed(tasks_file, 5)
     out = tmp_path / "run"
@@ -137,9 +137,13 @@ def test_killed_run_resumes_proposed_rows_timeouts_and_cancellation(tmp_path, mo
             for row in rows: assert problems("step_row", row) == [], problems("step_row", row)
         # past --timeout: the steps taken so far are kept, graded never a success, and regrade agrees
         human = [t for t in E.human_tasks("test") if len(t["macros"]) >= 3][:1]
-        slow = tmp_path / "slow"
-        # 8 s: a cold browser's first step fits on a loaded 2-core machine, and the task's 18 steps do not
-        E.run_evaluate(human, slow, arm="base", vllm=srv.base_url, timeout=8.0, workers=1, progress=False)
+        slow, policy = tmp_path / "slow", ScriptedPolicy(seed=1)
+        def slowly(body):
+            time.sleep(1.0)
+            return policy.respond(body)
+        # 8 s with the stand-in answering after 1 s: a cold browser's first step fits, the task's ten or more do not
+        with ScriptedServer({"qwen35-4b": slowly}) as slow_srv:
+            E.run_evaluate(human, slow, arm="base", vllm=slow_srv.base_url, timeout=8.0, workers=1, progress=False)
         (r,) = _lines(slow)
         g = json.loads((slow / r["task_id"] / "grade_inputs.json").read_text())
         assert r["cause"] == "timeout after 8s" and r["steps"] >= 1 and g["timed_out"] == 8.0 and g["actions"], r
