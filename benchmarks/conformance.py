@@ -19,18 +19,12 @@ from pathlib import Path
 from webmix.config import setup_env
 setup_env()                                  # first: browser-use's offline settings (no telemetry) before it is imported
 from webmix import harness  # noqa: F401,E402  (before browser_use: the harness imports it with webmix's settings)
-from webmix.evaluate import human_tasks, load_results, run_evaluate
-from webmix.miniweb import free_ports
-from webmix.policy import serve_policy
-from webmix.tasks import all_tasks
-from webmix.config import site_split  # noqa: E402
+from webmix.evaluate import human_tasks, load_results, run_evaluate  # noqa: E402
+from webmix.miniweb import free_ports  # noqa: E402
+from webmix.policy import serve_policy  # noqa: E402
+from webmix.tasks import split_tasks  # noqa: E402
 
 PARTS = ("datagen", "wrong_element", "human", "human_wrong")
-
-
-def split_tasks(split):
-    sites = sorted(site_split()[split]) if split != "all" else None
-    return all_tasks(sites=sites)
 
 
 def run_part(part, tasks, out, workers):
@@ -71,7 +65,7 @@ def main():
         r = {"tasks": len(tasks), "passed": passed, "seconds": round(took), "by_site": by_site(tasks, ok)}
         if part == "wrong_element":
             acted = [t for t in tasks if "wrong_element" in made.get(t["task_id"], ())]
-            idle = [t for t in tasks if t not in acted]
+            idle = [t for t in tasks if "wrong_element" not in made.get(t["task_id"], ())]
             r |= {"fault_acted": len(acted), "passed_where_it_acted": sorted(t["task_id"] for t in acted if ok.get(t["task_id"])),
                   "fault_could_not_act": len(idle), "passed_where_it_could_not": sum(ok.get(t["task_id"], False) for t in idle),
                   "macros_it_could_not_act_on": dict(Counter(t["macro"] for t in idle).most_common())}

@@ -19,7 +19,6 @@ with `fetch` (the page's own CSRF token), and that data change is real and grade
 JavaScript unless asked, and its manifest says which actions the agent had.
 """
 import asyncio, json
-from pathlib import Path
 
 import pytest
 
@@ -28,6 +27,7 @@ from webmix.evaluate import human_tasks, load_results, run_evaluate
 from webmix.miniweb import free_ports
 from webmix.policy import ADMIN_PATHS, current_url, request_text, serve_policy
 from webmix.tasks import all_tasks
+from test_policy import episode_steps
 
 EVIDENCE_MACROS = ("copy_to_clipboard", "reorder_by_drag", "draw_signature", "upload_file", "filter_by_slider")
 
@@ -38,13 +38,6 @@ def evidence_tasks():
     for t in all_tasks(macros=list(EVIDENCE_MACROS)):
         if (t["site"], t["macro"]) not in seen: seen.add((t["site"], t["macro"])); out.append(t)
     return out
-
-
-def history_steps(ep: Path) -> list:
-    "(action name, params, result text) of every action of an evaluated episode, from its saved history."
-    hist = json.loads((ep / "history.json").read_text())
-    return [(next(iter(a)), next(iter(a.values())), (r or {}).get("extracted_content") or "")
-            for h in hist["history"] for a, r in zip((h.get("model_output") or {}).get("action") or [], h.get("result") or [{}] * 9)]
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +70,7 @@ def test_an_attacking_model_passes_nothing(attack, tmp_path):
     for t in tasks:
         ep, r = out / t["task_id"], results[t["task_id"]]
         assert r["ok"] is False and not r.get("grade_error"), r                        # graded, not an error
-        steps = history_steps(ep)
+        steps = episode_steps(out, t["task_id"])
         if steps and steps[0][0] == "navigate" and "/_admin/" not in steps[0][1]["url"]: steps = steps[1:]   # browser-use's own start
         names = [s[0] for s in steps]
         if attack == "js":

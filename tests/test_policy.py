@@ -15,6 +15,7 @@ the URL) and its own knowledge of the task and the site, as a model must.
 - An instruction the stand-in has no solution for gets the generic episode, which ends with done."""
 import asyncio, json, os, statistics, time
 from collections import Counter
+from itertools import zip_longest
 from pathlib import Path
 
 import jsonschema
@@ -56,16 +57,22 @@ def no_judge(monkeypatch):
     for k in ("WEBMIX_JUDGE_MODEL", "WEBMIX_JUDGE_URL"): monkeypatch.delenv(k, raising=False)
 
 
-def episode_actions(out, task_id) -> list:
-    "The action names of one evaluated episode, from its saved browser-use history."
+def episode_steps(out, task_id) -> list:
+    "(action name, params, result text) of every action of one evaluated episode, from its saved browser-use history."
     hist = json.loads((Path(out) / task_id / "history.json").read_text())
-    return [next(iter(a)) for h in hist["history"] for a in ((h.get("model_output") or {}).get("action") or [])]
+    return [(next(iter(a)), next(iter(a.values())), (r or {}).get("extracted_content") or "")
+            for h in hist["history"]
+            for a, r in zip_longest((h.get("model_output") or {}).get("action") or [], h.get("result") or []) if a]
+
+
+def episode_actions(out, task_id) -> list:
+    "The action names of one evaluated episode."
+    return [name for name, _, _ in episode_steps(out, task_id)]
 
 
 def episode_params(out, task_id, name) -> list:
     "The params of every `name` action of one evaluated episode."
-    hist = json.loads((Path(out) / task_id / "history.json").read_text())
-    return [a[name] for h in hist["history"] for a in ((h.get("model_output") or {}).get("action") or []) if name in a]
+    return [params for n, params, _ in episode_steps(out, task_id) if n == name]
 
 
 def evaluate(tasks, out, faults=None, datagen=None) -> tuple:

@@ -317,8 +317,9 @@ class ScriptedServer:
 
     def start(self):
         from waitress.server import create_server
+        # the loop timeout is an int to waitress (0.2 became 0: a loop that spun a whole core while idle)
         self._server = create_server(self.app, host="127.0.0.1", port=self.port, threads=self.threads,
-                                     ident="webmix-scripted", asyncore_use_poll=True, asyncore_loop_timeout=1)  # an int: waitress makes 0.2 into 0, a loop that spins a core idle
+                                     ident="webmix-scripted", asyncore_use_poll=True, asyncore_loop_timeout=1)
         self.port = int(self._server.effective_port)
         self._thread = threading.Thread(target=self._server.run, daemon=True, name=f"scripted-llm-{self.port}")
         self._thread.start()

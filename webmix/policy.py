@@ -480,9 +480,7 @@ class Episode:
     def fault(self, kind, step) -> bool:
         macro = self.task["macros"][step] if kind == "premature" else self.steps[step].get("macro", "")
         rates = fault_rates(self.policy.faults, self.model, FAMILY_OF.get(str(macro).split("#")[0]))
-        hit = draw(self.policy.seed, self.task["task_id"], self.model, kind, step, rates.get(kind, 0.0))
-        if hit and kind != "wrong_element": self.policy.faulted(self.task["task_id"], kind)   # that one acts only where another element is
-        return hit
+        return draw(self.policy.seed, self.task["task_id"], self.model, kind, step, rates.get(kind, 0.0))
 
     def cursor(self) -> int:
         if not self.marks: return 0
@@ -534,10 +532,12 @@ def next_action(ep: Episode) -> dict:
         if it[0] == "macro_done":
             k = it[1]
             if ep.fault("premature", k):
+                ep.policy.faulted(ep.task["task_id"], "premature")
                 return ep.say("done", {"text": f"Done: {ep.subtasks(k + 1)}.", "success": True}, "Finish.", f"act {c}")
             nxt = f"; go on with part {k + 2}" if k + 1 < len(ep.task["macros"]) else ""
             return ep.say("macro_done", {}, f"Part {k + 1} ({ep.task['macros'][k]}) is done{nxt}.", f"act {c}")
-        if not ep.fault("skip_step", it[1]):
+        if ep.fault("skip_step", it[1]): ep.policy.faulted(ep.task["task_id"], "skip_step")
+        else:
             got = step_action(ep, c, ep.steps[it[1]])
             if got is not SKIP: return got
         c += 1
@@ -587,12 +587,14 @@ def other_element(ep, el, n):
     pool = ([e for e in same if _label(e) != _label(el)] or same or [e for e in ep.els if e["index"] != el["index"]])
     if not pool: return el
     h = hashlib.sha256(f"{ep.policy.seed}|{ep.task['task_id']}|{ep.model}|pick|{n}".encode()).digest()
-    ep.policy.faulted(ep.task["task_id"], "wrong_element")
     return pool[int.from_bytes(h[:8], "big") % len(pool)]
 
 def wrong_if_faulted(ep, el, n):
-    "`el`, or another listed element where the wrong_element fault falls on step n."
-    return other_element(ep, el, n) if ep.fault("wrong_element", n) else el
+    "`el`, or another listed element where the wrong_element fault falls on step n (noted when there was another)."
+    if not ep.fault("wrong_element", n): return el
+    other = other_element(ep, el, n)
+    if other is not el: ep.policy.faulted(ep.task["task_id"], "wrong_element")
+    return other
 
 def is_ticked(el) -> bool: return el["attrs"].get("checked") == "true"
 
@@ -644,14 +646,14 @@ def slider_at(c, v) -> dict:
     lo, hi = float(c.extra["min"]), float(c.extra["max"])
     return {"x": round(1000 * (float(v) - lo) / ((hi - lo) or 1), 1), "y": 500}
 
-def board_drag(ep, c, s):
+def board_drag(ep, c, s, n):
     "(drag params, goal) of a card to the top of a column, or None while either is not listed."
     row = record(ep.site, c.collection, s["value"])
     title = ep.site.title_of(c.collection, row) if row else None
     card = find_listed(ep.page, look("li", title)) if title else None
     col = find_listed(ep.page, look("section", s.get("to")))
     if card is None or col is None: return None
-    card = wrong_if_faulted(ep, card, ep.steps.index(s))
+    card = wrong_if_faulted(ep, card, n)
     return {"from_index": card["index"], "to_index": col["index"], "to_at": COLUMN_TOP}, f"Drag the card '{_short(title, 40)}' to the top of {s.get('to')}."
 
 def slider_drag(ep, c, s):
@@ -672,7 +674,7 @@ def gesture_action(ep, c, s):
         if pad is None: return look_further(ep, c, s)
         pad = wrong_if_faulted(ep, pad, ep.items[c][1])
         return ep.say("draw", {"index": pad["index"], "points": SIGNATURE}, "Sign on the pad with one stroke.", f"act {c}")
-    made = board_drag(ep, ctl, s) if ctl.kind == "drag_reorder" else slider_drag(ep, ctl, s) if ctl.kind == "slider" else "unknown"
+    made = board_drag(ep, ctl, s, ep.items[c][1]) if ctl.kind == "drag_reorder" else slider_drag(ep, ctl, s) if ctl.kind == "slider" else "unknown"
     if made == "unknown": return give_up(ep, c, s, f"the policy cannot drag a {ctl.kind}")
     if made is None: return look_further(ep, c, s)
     if made is SKIP: return SKIP
