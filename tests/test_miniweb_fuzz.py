@@ -6,6 +6,10 @@ admin routes from the app's URL map, so a new site spec or admin route is covere
 Breadth runs in-process through Flask's test client (about a millisecond a request); a seeded sample of the same
 requests, with every oversized search and page number and every upload (whose name comes back in a download
 header), then goes over HTTP to a real server (waitress, its own process) the way a browser reaches it.
+
+The limits go over HTTP too (the module's server): a body past MAX_BODY, a session's uploads past its caps, sign-in's
+`next` pointing anywhere but the same site, and admin reports too large, too deep, not JSON or past a session's caps.
+Each answers a 4xx with a page or a JSON error (site requests logged like any other), and the server stays up.
 """
 import http.client, json, random, re
 from dataclasses import dataclass
@@ -16,7 +20,8 @@ import pytest
 from flask import got_request_exception
 
 from webmix.config import admin_headers
-from webmix.miniweb import COOKIE, FLAG_PARSERS, create_app, load_sites
+from webmix.miniweb import (COOKIE, FLAG_PARSERS, MAX_BODY, MAX_FORM_PARTS, MAX_FORM_TEXT, MAX_REPORT_BYTES, MAX_REPORT_DEPTH,
+                            MAX_REPORTS, MAX_REPORTS_BYTES, MAX_UPLOAD_BYTES, MAX_UPLOADS, create_app, load_sites)
 
 SITES = load_sites()
 SEED = 2026
@@ -60,6 +65,7 @@ class Answer:
     location: str | None
     body: bytes
     unsendable: str = ""                  # a header a WSGI server cannot put on the wire (not latin-1)
+    attachment: bool = False              # a download (Content-Disposition: attachment): a file as it went up, of any type
 
 def problem(a: Answer) -> str | None:
     "What is wrong with an answer to malformed input, or None: 2xx/3xx/4xx with a page, a JSON error or a download."
@@ -67,6 +73,7 @@ def problem(a: Answer) -> str | None:
     if not 200 <= a.status < 500: return f"status {a.status}"
     if a.unsendable: return f"{a.status} with a header no server can send: {a.unsendable}"
     if 300 <= a.status < 400: return None if a.location else f"{a.status} without a Location"
+    if a.attachment and a.status < 300: return None
     if kind == "text/html": return None if b"</html>" in a.body else f"{a.status}: a page cut short"
     if kind == "application/json":
         try: body = json.loads(a.body)
@@ -100,7 +107,8 @@ class InProcess:
                                     headers=admin_of(r))
         if opened := session_opened(r, resp.status_code, resp.get_data()): self.client.set_cookie(COOKIE, opened)
         return Answer(resp.status_code, resp.headers.get("Content-Type", ""), resp.headers.get("Location"), resp.get_data(),
-                      next((f"{k}: {v[:80]}" for k, v in resp.headers.items() if not latin1(v)), ""))
+                      next((f"{k}: {v[:80]}" for k, v in resp.headers.items() if not latin1(v)), ""),
+                      resp.headers.get("Content-Disposition", "").startswith("attachment"))
 
     def why(self): return f"{type(self.errors[-1]).__name__}: {str(self.errors[-1])[:200]}" if self.errors else ""
 
@@ -126,7 +134,8 @@ class OverHttp:
         if self.cookie is None and (m := re.search(COOKIE + r"=([0-9a-f]+)", resp.getheader("Set-Cookie") or "")):
             self.cookie = m.group(1)
         if opened := session_opened(r, resp.status, data): self.cookie = opened
-        return Answer(resp.status, resp.getheader("Content-Type") or "", resp.getheader("Location"), data)
+        return Answer(resp.status, resp.getheader("Content-Type") or "", resp.getheader("Location"), data,
+                      attachment=(resp.getheader("Content-Disposition") or "").startswith("attachment"))
 
     def why(self): return ""
 
@@ -233,15 +242,19 @@ def same_site(name, href, at):
     return (u.path, u.query) if u.path.startswith(site_url(name)) and not u.netloc else None
 
 def multipart(fields, files):
-    "A multipart/form-data body: fields [(name, value)], files [(name, filename, bytes)]; filenames go in raw, quotes and all."
+    "A multipart/form-data body: fields [(name, value)], files [(name, filename, bytes[, content type])]; names and types go in raw."
     b, out = "fuzzboundary7MA4YWxkTrZu0gW", []
     for k, v in fields: out.append(f'--{b}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode())
-    for k, fn, data in files:
+    for k, fn, data, *ct in files:
         out.append(f'--{b}\r\nContent-Disposition: form-data; name="{k}"; filename="{fn}"\r\n'
-                   f'Content-Type: application/octet-stream\r\n\r\n'.encode() + data + b"\r\n")
+                   f'Content-Type: {ct[0] if ct else "application/octet-stream"}\r\n\r\n'.encode() + data + b"\r\n")
     return b"".join(out) + f"--{b}--\r\n".encode(), f"multipart/form-data; boundary={b}"
 
 FILENAMES = ["a.txt", "", "x" * 5000 + ".txt", "a\x00b.txt", "../../etc/passwd", "日本語.txt", "a\rb.txt", 'q"uote.txt', "a;b=c.txt"]
+# the type a file goes up with comes back on its download: one a header cannot carry must not make that download fail;
+# with FILENAMES a site's plan keeps fewer files than a session holds (MAX_UPLOADS), so every one is downloaded again
+CONTENT_TYPES = ["text/html", "", "x", "日本/語", "text/plain; charset=日本", "text/html\x00x", "a/" + "b" * 5000, "../..",
+                 "image/png\x7f", "text/plain\r\nX-Injected: 1"]
 
 def upload_fuzz(action, form, csrf):
     fields = [(k, v) for k, v in form["fields"] if k != "csrf_token"]
@@ -250,6 +263,9 @@ def upload_fuzz(action, form, csrf):
             for data in (b"hello", b""):
                 body, ctype = multipart([("csrf_token", csrf), *fields], [(name, fn, data)])
                 yield Req("POST", action, body=body, ctype=ctype, what=f"{name} named {fn[:12]!r}, {len(data)} bytes")
+        for ct in CONTENT_TYPES:
+            body, ctype = multipart([("csrf_token", csrf), *fields], [(name, "typed.bin", b"hello", ct)])
+            yield Req("POST", action, body=body, ctype=ctype, what=f"{name} named 'typed.bin' as {ct[:20]!r}")
         body, ctype = multipart([*fields], [(name, "a.txt", b"hello")])
         yield Req("POST", action, body=body, ctype=ctype, what="upload without CSRF")
     yield Req("POST", action, body=b"--nope\r\ngarbage", ctype="multipart/form-data; boundary=nope", what="broken multipart")
@@ -337,6 +353,9 @@ JSON_BODIES = {
     "site an object": b'{"text": "a", "site": {"x": 1}, "control_id": [1]}', "unknown type": b'{"type": "nope"}',
     "type a list": b'{"type": ["click"]}', "long url": json.dumps({"type": "click", "url": LONG, "points": [[1e999, "x"]]}).encode(),
     "NUL": json.dumps({"text": "a\x00b", "type": "key\x00"}).encode(),
+    "NaN": b'{"type": "click", "text": "a", "value": NaN}', "1e999": b'{"type": "click", "text": "a", "t": 1e999}',
+    "valid JSON 950 deep": ('{"type": "click", "text": "a", "target": ' + "[" * 950 + "]" * 950 + "}").encode(),
+    "wrong types": b'{"type": "click", "text": "a", "t": "soon", "url": 5, "target": "x", "to": [1], "points": {"a": null}}',
 }
 
 
@@ -403,3 +422,152 @@ def test_real_server_answers_malformed_input_without_500(app, base):
     sample = random.Random(f"{SEED}/http/admin").sample(admin_plan(app), 40)
     bad += run(admin, sample); n += len(sample)
     assert not bad, report(bad, n)
+
+
+# ---------------------------------------------------------------- limits, over HTTP to the module's server
+UPLOAD_PAGES = [site_url(n, p["path"]) for n in sorted(SITES) for p in SITES[n].page_list if p["kind"] == "upload"]
+LOGIN_SITES = sorted(n for n in SITES if SITES[n].login_url)
+
+def still_up(miniweb, base):
+    "The server process lives and answers a page."
+    assert all(p.poll() is None for p in miniweb.procs), "the MiniWeb server exited"
+    assert OverHttp(base).send(Req("GET", "/")).status == 200
+
+def entries(client, stream):
+    a = client.send(Req("GET", f"/_admin/{stream}"))
+    assert a.status == 200 and problem(a) is None, (stream, a.status, a.body[:300])
+    return json.loads(a.body)["entries"]
+
+def upload(client, path, data, name="a.txt", csrf=None):
+    body, ctype = multipart([("csrf_token", csrf or visit(client, path).csrf)], [("file", name, data)])
+    return client.send(Req("POST", path, body=body, ctype=ctype, what=f"{len(data)} bytes to {path}"))
+
+def refused_and_logged(client, a, path, status=413):
+    "a is a 4xx page (not 500), and the session's log ends with it."
+    assert a.status == status and problem(a) is None, (path, a.status, problem(a), a.body[:300])
+    last = entries(client, "log")[-1]
+    assert (last["method"], last["path"], last["status"]) == ("POST", path, status), last
+
+
+def test_request_past_the_size_limits_is_a_logged_413(miniweb, base):
+    "A file or a form past MAX_BODY, a multipart form with a field past MAX_FORM_TEXT or past MAX_FORM_PARTS fields: a 413 page, logged."
+    client = open_session(OverHttp(base))
+    for path in UPLOAD_PAGES:
+        refused_and_logged(client, upload(client, path, b"x" * MAX_BODY, "big.pdf"), path)
+    path = site_url("shop", "/orders/new")
+    csrf = visit(client, path).csrf
+    a = client.send(Req("POST", path, body=urlencoded(wire([("csrf_token", csrf), ("notes", "x" * MAX_BODY)])).encode(),
+                        ctype="application/x-www-form-urlencoded"))
+    refused_and_logged(client, a, path)
+    for fields in ([("notes", "x" * (MAX_FORM_TEXT + 1))], [(f"f{i}", "1") for i in range(MAX_FORM_PARTS + 1)]):
+        body, ctype = multipart([("csrf_token", csrf), *fields], [])
+        refused_and_logged(client, client.send(Req("POST", path, body=body, ctype=ctype)), path)
+    assert client.send(Req("GET", path)).status == 200           # the session goes on
+    still_up(miniweb, base)
+
+
+def test_a_session_holds_at_most_its_upload_caps(miniweb, base):
+    "MAX_UPLOADS files over all sites, then a 413 page saying why, logged, nothing stored; likewise past MAX_UPLOAD_BYTES."
+    client = open_session(OverHttp(base))
+    for i in range(MAX_UPLOADS):
+        path = UPLOAD_PAGES[i % len(UPLOAD_PAGES)]
+        a = upload(client, path, b"note %d" % i, f"n{i}.txt")
+        assert a.status == 302, (i, path, a.status, a.body[:300])
+    changes = len(entries(client, "changes"))
+    for path in UPLOAD_PAGES:
+        a = upload(client, path, b"one more", "more.txt")
+        refused_and_logged(client, a, path)
+        assert b"holds 20 files" in a.body and b"more.txt" not in visit_body(client, path)
+    assert len(entries(client, "changes")) == changes, "a refused upload changed the session's data"
+
+    client, path = open_session(OverHttp(base)), UPLOAD_PAGES[0]
+    chunk = MAX_BODY - 2**16                                     # one request's worth
+    fits = MAX_UPLOAD_BYTES // chunk
+    for i in range(fits): assert upload(client, path, b"x" * chunk, f"c{i}.bin").status == 302, i
+    a = upload(client, path, b"x" * chunk, "over.bin")
+    refused_and_logged(client, a, path)
+    assert b"would pass its limit" in a.body
+    assert upload(client, path, b"x" * (MAX_UPLOAD_BYTES - fits * chunk), "rest.bin").status == 302   # up to the byte
+    still_up(miniweb, base)
+
+def visit_body(client, path): return client.send(Req("GET", path)).body
+
+
+def next_cases(name, other):
+    "(next as sent, where signing in must go): the same site's paths, normalised; anything else the site's home."
+    home = site_url(name)
+    return [(home, home), (home + "/", home + "/"), (f"{home}/x?q=a&page=2", f"{home}/x?q=a&page=2"), (f"{home}//x", f"{home}/x"),
+            (f"{home}/日本 語", f"{home}/%E6%97%A5%E6%9C%AC%20%E8%AA%9E"), (f"{home}/x?q=<b>", f"{home}/x?q=%3Cb%3E"),
+            (f"{home}/x\r\nSet-Cookie: a=b", home), (f"{home}\n", home), (f"{home}/x\x00", home), (f"{home}\t/x", home),
+            (f"{home}ping", home), (f"{home}-{other}/x", home), (site_url(other), home), (site_url(other, "/x"), home),
+            (f"{home}/../{other}", home), (f"{home}/%2e%2e/{other}", home), (f"{home}/.%2E/x", home), (f"{home}/./x", home),
+            (f"{home}/x/..", home), (f"../{other}", home), (f"{home}\\..\\{other}", home), ("/\\evil.example/", home),
+            ("http://evil.example/", home), (f"https://evil.example{home}", home), (f"//evil.example{home}", home),
+            ("///evil.example", home), ("//[::1", home), ("javascript:alert(1)", home), ("", home), ("x" * 5000, home)]
+
+def test_sign_in_goes_on_only_within_its_site(miniweb, base):
+    "next=: a path of the same site (normalised) is followed; CR/LF, another site, .., a URL or //host go home. Never 500."
+    bad = []
+    for i, name in enumerate(LOGIN_SITES):
+        client, login = open_session(OverHttp(base)), SITES[name].login_url
+        csrf, other = visit(client, login).csrf, LOGIN_SITES[i - 1]
+        for nxt, want in next_cases(name, other):
+            page = client.send(Req("GET", login, urlencoded(wire([("next", nxt)]))))
+            shown = next((v for f in Page(page.body.decode(errors="replace")).forms for k, v in f["fields"] if k == "next"), None)
+            a = client.send(Req("POST", login, body=urlencoded(wire([("csrf_token", csrf), ("username", "alex"),
+                                                                       ("password", "correct-horse"), ("next", nxt)])).encode(),
+                                ctype="application/x-www-form-urlencoded"))
+            if problem(page) or shown != want or problem(a) or a.status != 302 or a.location != want:
+                bad.append(f"{name} next={nxt[:60]!r}: page {page.status} shows {str(shown)[:60]!r}, sign-in {a.status} "
+                           f"to {str(a.location)[:60]!r}; wanted {want!r}")
+    assert not bad, "\n".join(bad[:40])
+    still_up(miniweb, base)
+
+
+def report_cases(stream):
+    "(what, body, status): bodies for /_admin/<stream>, every one answered with JSON and none poisoning the stream."
+    ok = {"record": {"type": "click", "url": "u"}, "clipboard": {"text": "copied"}}[stream]
+    deep = lambda d: (json.dumps(ok)[:-1] + ', "target": ' + "[" * (d - 1) + "]" * (d - 1) + "}").encode()   # d deep in all
+    pad = lambda n: json.dumps(ok | {"url": "", "site": "", "value": ""}).replace('"value": ""', '"value": "' + "x" * n + '"').encode()
+    fill = MAX_REPORT_BYTES - len(pad(0))
+    return [("valid", json.dumps(ok).encode(), 200), ("not JSON", b"{nope", 400), ("not UTF-8", b"\xff\xfe{}", 400),
+            ("empty", b"", 400), ("a list", b"[1, 2]", 400), ("a string", b'"x"', 400), ("NaN", json.dumps(ok)[:-1].encode() + b', "n": NaN}', 400),
+            ("1e999", json.dumps(ok)[:-1].encode() + b', "n": 1e999}', 400), ("9" * 20 + " digits", json.dumps(ok | {"n": 10 ** 20}).encode(), 200),
+            ("wrong types", json.dumps(ok | {"t": "soon", "url": 5, "target": "x", "to": [1], "points": {"a": None}, "site": [1],
+                                              "control_id": {"a": 1}}).encode(), 200),
+            ("type a number" if stream == "record" else "text a number", json.dumps(ok | {"type": 5, "text": 5}).encode(), 400),
+            ("nested at the limit", deep(MAX_REPORT_DEPTH), 200), ("nested one deeper", deep(MAX_REPORT_DEPTH + 1), 400),
+            *((f"valid JSON {d} deep", deep(d), 400) for d in (100, 500, 900, 950, 970, 980, 990)),
+            ("[ 100000 deep", b"[" * 100_000, 413), ("at MAX_REPORT_BYTES", pad(fill), 200), ("one byte more", pad(fill + 1), 413),
+            ("past MAX_BODY", pad(MAX_BODY), 413)]
+
+def test_admin_reports_are_bounded_and_their_streams_stay_readable(miniweb, base):
+    "Each bad report is a 400/413 JSON error and the stream still reads (a 980-deep one used to be kept, then fail every read)."
+    client, bad = open_session(OverHttp(base)), []
+    for stream in ("record", "clipboard"):
+        for what, body, status in report_cases(stream):
+            a = client.send(Req("POST", f"/_admin/{stream}", body=body, ctype="application/json", what=what))
+            read = client.send(Req("GET", f"/_admin/{stream}"))
+            if a.status != status or problem(a) or read.status != 200 or problem(read):
+                bad.append(f"{stream} {what}: {a.status} (wanted {status}) {a.body[:120]!r}; then a read: {read.status}")
+    assert not bad, "\n".join(bad)
+    still_up(miniweb, base)
+
+
+def test_a_session_keeps_at_most_its_report_caps(miniweb, base):
+    "MAX_REPORTS entries in a session's record, then a 413; MAX_REPORTS_BYTES of clipboard reports, then a 413; both still read."
+    client = open_session(OverHttp(base))
+    click = Req("POST", "/_admin/record", body=b'{"type": "click"}', ctype="application/json")
+    for i in range(MAX_REPORTS):
+        a = client.send(click)
+        assert a.status == 200, (i, a.status, a.body[:200])
+    a = client.send(click)
+    assert a.status == 413 and problem(a) is None, (a.status, a.body[:200])
+    assert len(entries(client, "record")) == MAX_REPORTS
+    big = json.dumps({"text": "x" * (MAX_REPORT_BYTES - 100)}).encode()
+    fits = MAX_REPORTS_BYTES // len(big)
+    for i in range(fits): assert client.send(Req("POST", "/_admin/clipboard", body=big, ctype="application/json")).status == 200, i
+    a = client.send(Req("POST", "/_admin/clipboard", body=big, ctype="application/json"))
+    assert a.status == 413 and problem(a) is None, (a.status, a.body[:200])
+    assert len(entries(client, "clipboard")) == fits
+    still_up(miniweb, base)

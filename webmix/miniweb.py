@@ -5,13 +5,16 @@
 # %% auto #0
 __all__ = ['FIELD_TYPES', 'PAGE_KINDS', 'FILTER_WIDGETS', 'LAYOUTS', 'LIST_STYLES', 'USER', 'SITE_KEYS', 'FIELD_KEYS',
            'COLLECTION_KEYS', 'PAGE_KEYS', 'SORT_WORDS', 'COMMENTS', 'MAX_SEARCH', 'MAX_CHOICES', 'EMAIL', 'COOKIE',
-           'SECRET_FIELDS', 'LOOPBACK', 'PAGE_VIEWS', 'RECORD_TYPES', 'FLAG_PARSERS', 'SpecError', 'validate_spec',
+           'SECRET_FIELDS', 'LOOPBACK', 'MAX_BODY', 'MAX_FORM_TEXT', 'MAX_FORM_PARTS', 'TOO_LARGE', 'NEXT_SAFE',
+           'PAGE_VIEWS', 'MAX_UPLOADS', 'MAX_UPLOAD_BYTES', 'MEDIA_TYPE', 'MAX_REPORT_BYTES', 'MAX_REPORT_DEPTH',
+           'MAX_REPORTS', 'MAX_REPORTS_BYTES', 'RECORD_TYPES', 'FLAG_PARSERS', 'SpecError', 'validate_spec',
            'seed_rows', 'Control', 'sort_options', 'Site', 'derive_pages', 'page_path', 'slider_range',
            'derive_controls', 'load_site', 'load_sites', 'sitemap', 'Session', 'SessionStore', 'db_create', 'db_update',
            'db_delete', 'list_query', 'clean_form', 'Bad', 'create_app', 'fmt_value', 'css_value', 'render', 'dispatch',
-           'view_home', 'view_info', 'view_login', 'view_list', 'view_list_tail', 'view_detail', 'add_comment',
-           'edit_form', 'defaults_for', 'export_csv', 'view_board', 'board_move', 'view_signature', 'view_upload',
-           'upload_download', 'site_summary', 'pin_to_one_cpu', 'serve', 'free_ports', 'port_free', 'Servers']
+           'view_home', 'view_info', 'view_login', 'safe_next', 'view_list', 'view_list_tail', 'view_detail',
+           'add_comment', 'edit_form', 'defaults_for', 'export_csv', 'view_board', 'board_move', 'view_signature',
+           'view_upload', 'upload_download', 'upload_refusal', 'upload_type', 'json_depth', 'site_summary',
+           'pin_to_one_cpu', 'serve', 'free_ports', 'port_free', 'Servers']
 
 # %% ../nbs/01_miniweb.ipynb #de05a8bd
 import atexit, csv, ctypes, hashlib, io, ipaddress, json, logging, math, os, random, re, secrets, signal, socket, sqlite3, subprocess, sys, tempfile, threading, time
@@ -21,13 +24,13 @@ from dataclasses import dataclass, field as dfield, asdict
 from datetime import date, timedelta
 from functools import cache
 from pathlib import Path
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, unquote, urlencode, urlsplit
 from urllib.request import Request, urlopen
 
 import yaml
 from flask import Flask, abort, current_app, jsonify, redirect, render_template, request, g, Response
 from markupsafe import Markup
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.security import generate_password_hash, check_password_hash
 
 from . import config
@@ -462,6 +465,7 @@ class Session:
         self.logged_out = set() if not self.flags.get("logout") else {"*"}
         self.dbs, self.blobs, self.lock = {}, {}, threading.RLock()
         self.log, self.changes, self.clipboard, self.record = [], [], [], []
+        self.report_bytes = {"record": 0, "clipboard": 0}     # bytes posted into those two streams (see MAX_REPORTS_BYTES)
 
     def db(self, site):
         if site.name not in self.dbs:
@@ -618,6 +622,11 @@ def clean_form(site, db, cname, fields, form):
 COOKIE = "webmix_session"
 SECRET_FIELDS = {"password", "csrf_token", "password_confirm"}
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+MAX_BODY = 5 * 2**20         # bytes in one request body, a file included
+MAX_FORM_TEXT = 500_000      # bytes of one text field of a multipart form (Flask's default, written down here)
+MAX_FORM_PARTS = 1_000       # fields and files of one multipart form
+TOO_LARGE = (f"This request is larger than a site takes: at most {MAX_BODY // 2**20} MiB in all, a file included; "
+             f"a form with files at most {MAX_FORM_PARTS:,} fields, each of text at most {MAX_FORM_TEXT:,} bytes.")
 
 class Bad(Exception):
     "A malformed admin request: answered 400 with a JSON error."
@@ -629,12 +638,19 @@ def _is_loopback(addr):
 def _flat(md):
     return {k: (v[0] if len(v) == 1 else v) for k, v in md.to_dict(flat=False).items()}
 
+def _logged_form():
+    "The posted form as the log keeps it: no secrets, a file by its name; nothing of a body refused unread (a 413)."
+    if getattr(g, "body_refused", False): return {}
+    try:
+        form = {k: v for k, v in _flat(request.form).items() if k not in SECRET_FIELDS}
+        form.update({k: f.filename for k, f in request.files.items()})
+    except HTTPException: return {}              # a GET's oversized form body, first read here
+    return form
+
 def _log_request(resp):
     sess, path = getattr(g, "sess", None), request.path
     if sess is None or not (path == "/" or path.startswith("/sites/")): return
-    form = {k: v for k, v in _flat(request.form).items() if k not in SECRET_FIELDS}
-    if request.files: form.update({k: f.filename for k, f in request.files.items()})
-    parts = path.split("/")
+    form, parts = _logged_form(), path.split("/")
     with sess.lock:
         sess.log.append({"t": g.t0, "site": parts[2] if len(parts) > 2 else "", "method": request.method, "path": path,
                          "query": _flat(request.args), "form": form, "status": resp.status_code,
@@ -645,7 +661,7 @@ def create_app(sites_dir=None, max_sessions=2000, admin_key=None) -> Flask:
     sites = load_sites(sites_dir)
     store = SessionStore(max_sessions)
     app = Flask("webmix.miniweb", template_folder=str(TEMPLATES_DIR), static_folder=str(STATIC_DIR), static_url_path="/static")
-    app.config.update(MAX_CONTENT_LENGTH=5 * 2**20)
+    app.config.update(MAX_CONTENT_LENGTH=MAX_BODY, MAX_FORM_MEMORY_SIZE=MAX_FORM_TEXT, MAX_FORM_PARTS=MAX_FORM_PARTS)
     app.jinja_env.filters["fmt"] = fmt_value
     app.jinja_env.filters["css"] = css_value
     app.extensions["webmix"] = {"sites": sites, "store": store}
@@ -658,7 +674,10 @@ def create_app(sites_dir=None, max_sessions=2000, admin_key=None) -> Flask:
         g.sess = store.get(request.cookies.get(COOKIE, ""))
         if g.sess is None: g.sess, g.new_cookie = store.new(), True
         if request.method == "POST":
-            token = request.form.get("csrf_token") or request.headers.get("X-CSRF-Token")
+            try: token = request.form.get("csrf_token") or request.headers.get("X-CSRF-Token")
+            except RequestEntityTooLarge:             # past MAX_BODY, MAX_FORM_TEXT or MAX_FORM_PARTS: refused, then logged
+                g.body_refused = True
+                abort(413, TOO_LARGE)
             if not token or not secrets.compare_digest(token, g.sess.csrf): abort(403)
 
     @app.after_request
@@ -762,8 +781,7 @@ def view_info(site, by_page, p):
     return render(site, by_page, page_path(p), "info.html", crumbs=[(p.get("title"), None)], page=p, text=p.get("text", ""))
 
 def view_login(site, by_page, p):
-    error, nxt = None, request.values.get("next") or site.url()
-    if not nxt.startswith(f"/sites/{site.name}"): nxt = site.url()     # no open redirect
+    error, nxt = None, safe_next(site, request.values.get("next"))    # no open redirect
     if request.method == "POST":
         user = g.sess.db(site).execute("SELECT password FROM _users WHERE username = ?", (request.form.get("username", ""),)).fetchone()
         if user and check_password_hash(user[0], request.form.get("password", "")):
@@ -773,6 +791,20 @@ def view_login(site, by_page, p):
         error = "Wrong username or password."
     return render(site, by_page, page_path(p), "login.html", crumbs=[("Sign in", None)], page=p, error=error, next=nxt,
                   status=200 if error is None else 401)
+
+# %% ../nbs/01_miniweb.ipynb #764d288d
+NEXT_SAFE = "/%!$&'()*+,;=:@"      # kept as they are in next's path (its escapes, sub-delimiters); its query also keeps ?
+
+def safe_next(site, raw) -> str:
+    "Where signing in to `site` goes on to: `raw` when it is a path on this site, normalised; else the site's home."
+    home = site.url()
+    if not isinstance(raw, str) or re.search(r"[\x00-\x1f\x7f\\]", raw): return home
+    try: u = urlsplit(raw)
+    except ValueError: return home                                     # "//[::1": a host that does not parse
+    path = re.sub(r"/{2,}", "/", u.path)
+    if u.scheme or u.netloc or not (path == home or path.startswith(home + "/")): return home
+    if {".", ".."} & set(unquote(path).split("/")): return home
+    return quote(path, safe=NEXT_SAFE) + (f"?{quote(u.query, safe=NEXT_SAFE + '?')}" if u.query else "")
 
 # %% ../nbs/01_miniweb.ipynb #8773a46e
 def view_list(site, by_page, p):
@@ -919,21 +951,22 @@ def _strokes(raw):
     return [st for st in s if isinstance(st, list) and len(st) >= 2 and all(map(ok, st))] if isinstance(s, list) else []
 
 def view_upload(site, by_page, p):
-    cname, error = p["collection"], None
+    cname, error, status = p["collection"], None, 200
     if request.method == "POST":
         if not g.sess.logged_in(site): return _login_first(site)
         f = request.files.get("file")
         data = f.read() if f else b""
-        if not f or not f.filename: error = "Choose a file to upload."
-        elif not data: error = "The file is empty."
+        if not f or not f.filename: error, status = "Choose a file to upload.", 422
+        elif not data: error, status = "The file is empty.", 422
+        elif refusal := upload_refusal(g.sess, len(data)): error, status = refusal, 413
         else:
             rid = db_create(g.sess, site, cname, {"filename": Path(f.filename).name, "size": len(data),
-                                                  "content_type": f.mimetype or "application/octet-stream", "uploaded": date.today().isoformat()})
+                                                  "content_type": upload_type(f.mimetype), "uploaded": date.today().isoformat()})
             g.sess.blobs[(site.name, rid)] = data
             return redirect(site.url(page_path(p)) + "?uploaded=" + str(rid))
     rows = [dict(r) for r in g.sess.db(site).execute(f'SELECT * FROM "{cname}" ORDER BY id DESC')]
     return render(site, by_page, page_path(p), "upload.html", crumbs=[(p.get("title"), None)], page=p, rows=rows, error=error,
-                  base=site.url(page_path(p)), status=422 if error else 200)
+                  base=site.url(page_path(p)), status=status)
 
 def upload_download(site, p, rid):
     row = _row(g.sess.db(site), p["collection"], rid)
@@ -951,6 +984,39 @@ def _attachment(filename):
 PAGE_VIEWS = {"list": view_list, "board": view_board, "signature": view_signature, "upload": view_upload,
               "login": view_login, "info": view_info}
 
+# %% ../nbs/01_miniweb.ipynb #92253503
+MAX_UPLOADS = 20                 # files one session holds, over all its sites
+MAX_UPLOAD_BYTES = 10 * 2**20    # bytes of the files one session holds
+
+def upload_refusal(sess, size) -> str | None:
+    "Why session `sess` cannot keep one more file of `size` bytes (past MAX_UPLOADS or MAX_UPLOAD_BYTES), or None."
+    held = sum(map(len, sess.blobs.values()))
+    if len(sess.blobs) >= MAX_UPLOADS: return f"This session already holds {len(sess.blobs)} files, the most it keeps."
+    if held + size > MAX_UPLOAD_BYTES:
+        return f"This session holds {held:,} bytes of files; {size:,} more would pass its limit of {MAX_UPLOAD_BYTES:,} bytes."
+    return None
+
+# %% ../nbs/01_miniweb.ipynb #ae3a6772
+MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}", re.I)
+
+def upload_type(mimetype) -> str:
+    "The type an uploaded file is stored and downloaded as: the one it came with when well-formed, else application/octet-stream."
+    return mimetype if isinstance(mimetype, str) and MEDIA_TYPE.fullmatch(mimetype) else "application/octet-stream"
+
+# %% ../nbs/01_miniweb.ipynb #8d8f6784
+MAX_REPORT_BYTES = 64 * 2**10    # one report: the JSON body of a recorder or clipboard post
+MAX_REPORT_DEPTH = 8             # lists and objects nested in one report (the recorder's deepest, a drag's to.target: 3)
+MAX_REPORTS = 5_000              # entries a session's record keeps, and as many its clipboard
+MAX_REPORTS_BYTES = 8 * 2**20    # bytes of reports a session's record keeps, and as many its clipboard
+
+def json_depth(v) -> int:
+    "How deep lists and objects nest in a parsed JSON value: 0 for a scalar, 1 for [] or {}; no recursion."
+    depth, level = 0, [v] if isinstance(v, (list, dict)) else []
+    while level:
+        depth += 1
+        level = [c for x in level for c in (x.values() if isinstance(x, dict) else x) if isinstance(c, (list, dict))]
+    return depth
+
 # %% ../nbs/01_miniweb.ipynb #d2b69d37
 RECORD_TYPES = {"load", "click", "input", "select", "drag", "draw", "submit", "copy", "scroll", "key"}
 
@@ -962,11 +1028,30 @@ def _admin_session(store):
     if s is None: raise Bad(f"unknown session {sid!r}")
     return s
 
+def _finite(s):
+    "A JSON number as a float, refused (ValueError) when it is no finite number: 1e999, NaN, Infinity."
+    v = float(s)
+    if not math.isfinite(v): raise ValueError(f"{s} is not a finite number")
+    return v
+
 def _posted_json():
-    try: body = json.loads(request.get_data(as_text=True) or "null")
-    except (ValueError, RecursionError): raise Bad("the body is not JSON (or is nested too deep)") from None
+    "-> (the report: a JSON object, its size in bytes); 413 past MAX_REPORT_BYTES, else 400 for anything but a report."
+    too_big = f"a report is at most {MAX_REPORT_BYTES:,} bytes"
+    if (request.content_length or 0) > MAX_REPORT_BYTES: abort(413, too_big)
+    raw = request.get_data()
+    if len(raw) > MAX_REPORT_BYTES: abort(413, too_big)           # a body sent without its length
+    try: body = json.loads(raw.decode(errors="replace") or "null", parse_float=_finite, parse_constant=_finite)
+    except (ValueError, RecursionError): raise Bad("the body is not JSON with finite numbers (or is nested too deep)") from None
     if not isinstance(body, dict): raise Bad("the body must be a JSON object")
-    return body
+    if json_depth(body) > MAX_REPORT_DEPTH: raise Bad(f"the body nests lists and objects deeper than {MAX_REPORT_DEPTH}")
+    return body, len(raw)
+
+def _keep(s, name, entry, size):
+    "Append a report of `size` bytes to session s's stream `name` (under its lock), or refuse it (413) past the stream's caps."
+    if len(getattr(s, name)) >= MAX_REPORTS: abort(413, f"session {s.id} keeps at most {MAX_REPORTS:,} {name} entries")
+    if s.report_bytes[name] + size > MAX_REPORTS_BYTES: abort(413, f"session {s.id} keeps at most {MAX_REPORTS_BYTES:,} bytes of {name} entries")
+    getattr(s, name).append(entry)
+    s.report_bytes[name] += size
 
 def _when(body) -> float:
     "When a reported event happened: the recorder's own time (it reaches the server a moment later), else now."
@@ -1012,19 +1097,19 @@ def _admin_routes(app, sites, store, key):
     @app.route("/_admin/clipboard", methods=["GET", "POST"])
     def clipboard():
         if request.method == "GET": return stream("clipboard")
-        s, body = _admin_session(store), _posted_json()
+        s, (body, size) = _admin_session(store), _posted_json()
         if not isinstance(body.get("text"), str): raise Bad("a clipboard write needs a text")
-        with s.lock: s.clipboard.append({"t": _when(body), "site": str(body.get("site", "")), "text": body["text"][:10000],
-                                         "control_id": str(body.get("control_id") or "")})
+        with s.lock: _keep(s, "clipboard", {"t": _when(body), "site": str(body.get("site", "")), "text": body["text"][:10000],
+                                            "control_id": str(body.get("control_id") or "")}, size)
         return jsonify(ok=True)
 
     @app.route("/_admin/record", methods=["GET", "POST"])
     def record():
         if request.method == "GET": return stream("record")
-        s, body = _admin_session(store), _posted_json()
+        s, (body, size) = _admin_session(store), _posted_json()
         if not isinstance(body.get("type"), str) or body["type"] not in RECORD_TYPES: raise Bad(f"unknown record type {body.get('type')!r:.60}")
-        with s.lock: s.record.append({"t": _when(body), **{k: body.get(k) for k in ("type", "url", "target", "value", "to", "points")
-                                                         if body.get(k) is not None}})
+        with s.lock: _keep(s, "record", {"t": _when(body), **{k: body.get(k) for k in ("type", "url", "target", "value", "to", "points")
+                                                            if body.get(k) is not None}}, size)
         return jsonify(ok=True)
 
     @app.route("/_admin/sitemap/<name>")
