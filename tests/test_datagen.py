@@ -15,6 +15,7 @@ from webmix.catalog import FAMILY_OF, QA_MACROS, macros_for_control
 from webmix.config import split_of
 from webmix.datagen import run_datagen
 from webmix.pool import kept, read_results, write_pool
+from webmix.records import as_task
 from webmix.tasks import all_tasks, make_tasks
 from webmix.miniweb import free_ports, load_sites, sitemap
 
@@ -244,9 +245,15 @@ def test_evaluate_reads_the_recorder_into_its_grade_inputs(base):
     async def episode(act):
         async with H.browser(base, task) as bs:
             await act(bs)
-            return await E.grade_inputs(bs, base, task, None, [await H.seen(bs)], said)
+            return await as_task(task).grade_inputs(H.BrowserPage(bs, base), None, [await H.seen(bs)], said)
     typed = lambda bs: H.goto(bs, base + task["check"]["path"] + "?" + urlencode(task["check"]["query"]))
+    async def in_a_new_tab(bs):                           # the agent opened a tab: the next step's hook records it too
+        await bs.navigate_to(base + task["start"]["url"], new_tab=True)
+        await H.enable_clipboard(bs)
+        await drag_slider_to(bs, task)
     dragged, by_url = asyncio.run(episode(lambda bs: drag_slider_to(bs, task))), asyncio.run(episode(typed))
+    ok, detail = E.grade(task, asyncio.run(episode(in_a_new_tab)))
+    assert ok, detail
     assert "record" in dragged and "events" not in dragged
     ok, detail = E.grade(task, json.loads(json.dumps(dragged, default=str)))        # as --regrade reads the file
     assert ok, detail
@@ -263,9 +270,9 @@ def test_tasks_file_holds_datagen_tasks_that_evaluate_reads(tmp_path):
                         "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     made = all_tasks([s for s in sorted(load_sites()) if split_of(s) == "train"], ["filter_by_slider", "upload_file"], seed=3)
-    assert [json.loads(l) for l in out.read_text().splitlines()] == made == E.load_tasks(out)
+    assert [json.loads(l) for l in out.read_text().splitlines()] == made == [t.to_dict() for t in E.load_tasks(out)]
     main(["tasks", "--sites", "shop", "--limit", "4", "--out", str(tmp_path / "shop.jsonl")])
-    assert E.load_tasks(tmp_path / "shop.jsonl") == all_tasks(["shop"])[:4]
+    assert [t.to_dict() for t in E.load_tasks(tmp_path / "shop.jsonl")] == all_tasks(["shop"])[:4]
     p = subprocess.run(["webmix", "tasks", "--sites", "shop,atlantis", "--out", str(tmp_path / "bad.jsonl")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 1 and p.stderr.strip().startswith("webmix tasks: unknown site atlantis (there are: bank,"), p.stderr

@@ -4,6 +4,7 @@ regrade from grade_inputs.json alone with the server stopped, and the CLI's one-
 import json, subprocess
 
 from webmix import evaluate as E
+from webmix.records import ProposedTask
 from webmix.llm import ScriptedServer
 
 MODELS = ["qwen35-4b", "drag", "io", "select", "rest", "reasoning", "pooled"]
@@ -54,8 +55,19 @@ def test_gated_oracle_run_regrades_from_its_files(tmp_path):
 def test_cli_refuses_bad_input_in_one_line(tmp_path):
     bad = tmp_path / "tasks.jsonl"
     bad.write_text('{"task_id": "t1", "site": "bank"}\nnot json\n')
+    good = {"task_id": "t2", "site": "shop", "macro": "open_detail", "instruction": "Open it.", "start": {"url": "/sites/shop/"}, "check": {}}
+    files = {"latin1.jsonl": json.dumps(good).encode().replace(b"Open it.", b"Open \xe9.") + b"\n", "empty.jsonl": b"\n",
+             "types.jsonl": json.dumps({**good, "macro": ["open_detail"]}).encode() + b"\n",
+             "blank.jsonl": json.dumps({**good, "task_id": " "}).encode() + b"\n",
+             "start.jsonl": json.dumps({**good, "start": {"url": "http://elsewhere/"}}).encode() + b"\n"}
+    for name, data in files.items(): (tmp_path / name).write_bytes(data)
     cases = [(["--tasks", str(tmp_path / "missing.jsonl")], "no such tasks file"),
-             (["--tasks", str(bad)], "line 1: the task has no macro"),
+             (["--tasks", str(bad)], "line 1: the task has no instruction, macro, start, check"),
+             (["--tasks", str(tmp_path / "latin1.jsonl")], "latin1.jsonl: not UTF-8 text"),
+             (["--tasks", str(tmp_path / "empty.jsonl")], "empty.jsonl: no tasks in the file"),
+             (["--tasks", str(tmp_path / "types.jsonl")], "types.jsonl, line 1: macro: Input should be a valid string"),
+             (["--tasks", str(tmp_path / "blank.jsonl")], "blank.jsonl, line 1: task_id: ' ' cannot name a folder"),
+             (["--tasks", str(tmp_path / "start.jsonl")], "start.jsonl, line 1: start: start.url is not a /sites/ path"),
              (["--human", "--vllm", "http://127.0.0.1:9/v1"], "no OpenAI-compatible server answers at http://127.0.0.1:9/v1")]
     for extra, msg in cases:
         p = subprocess.run(["webmix", "evaluate", "--arm", "oracle", "--out", str(tmp_path / "o"), *extra],
@@ -149,11 +161,11 @@ def test_killed_run_resumes_proposed_rows_timeouts_and_cancellation(tmp_path, mo
         assert r["cause"] == "timeout after 8s" and r["steps"] >= 1 and g["timed_out"] == 8.0 and g["actions"], r
         assert E.regrade(human, slow) == {"failed": 1, "changed": 0}
         # a CancelledError inside one episode is that episode's failure; the others run
-        real = E.prepare
-        async def cancelled_once(bs, base, task):
-            if task["task_id"] == ids[0]: raise asyncio.CancelledError()
-            return await real(bs, base, task)
-        monkeypatch.setattr(E, "prepare", cancelled_once)
+        real = ProposedTask.prepare
+        async def cancelled_once(task, page):
+            if task.task_id == ids[0]: raise asyncio.CancelledError()
+            return await real(task, page)
+        monkeypatch.setattr(ProposedTask, "prepare", cancelled_once)
         cut = tmp_path / "cut"
         E.run_evaluate(E.load_tasks(tasks_file)[:2], cut, arm="base", vllm=srv.base_url, workers=1, progress=False)
     by_id = {r["task_id"]: r for r in _lines(cut)}
@@ -179,8 +191,9 @@ def evaluate_cli(*args, timeout=180):
     return subprocess.run(["webmix", "evaluate", *args], capture_output=True, text=True, timeout=timeout)
 
 
-BROKEN_START = {"task_id": "broken-start", "site": "shop", "macro": "navigate_home", "instruction": "Go to the home page.",
-                "start": {}, "check": {"kind": "url"}}          # no start URL: the unit fails before its episode starts
+BROKEN_START = {"task_id": "broken-start", "site": "shop", "macro": "upload_file", "instruction": "Upload it.",
+                "start": {"url": "/sites/shop/"}, "check": {"kind": "url"},
+                "option": {"filename": "../x.pdf", "content": "x"}}   # a file it cannot write: the unit fails before its episode
 
 
 def test_options_are_one_record_and_a_resume_that_changes_one_is_refused(tmp_path, capsys):
@@ -190,7 +203,7 @@ def test_options_are_one_record_and_a_resume_that_changes_one_is_refused(tmp_pat
     with ScriptedServer({m: always_done for m in MODELS}) as srv, ScriptedServer({m: always_done for m in MODELS}) as other:
         E.run_evaluate([BROKEN_START], out, arm="base", vllm=srv.base_url, workers=1)
         # every unit failed before an episode started: a summary, not a KeyError
-        assert "0 episodes, 1 failed without an episode: KeyError: 'url' (1)" in capsys.readouterr().out
+        assert "0 episodes, 1 failed without an episode: ValueError: broken-start: file name '../x.pdf' cannot name a folder (1)" in capsys.readouterr().out
         settings = json.loads((out / "manifest.json").read_text())["settings"]
         assert settings["repeats"] == 1 and settings["allow_js"] is False and settings["agent_version"] == "v1"
         before = sorted(p.name for p in out.iterdir())
@@ -206,7 +219,7 @@ def test_options_are_one_record_and_a_resume_that_changes_one_is_refused(tmp_pat
         # another server (say, restarted on another port) serving the same names decides nothing: the resume goes on
         capsys.readouterr()
         E.run_evaluate([BROKEN_START], out, arm="base", vllm=other.base_url, workers=1)
-        assert "0 episodes, 1 failed without an episode: KeyError: 'url' (1)" in capsys.readouterr().out
+        assert "0 episodes, 1 failed without an episode: ValueError: broken-start: file name '../x.pdf' cannot name a folder (1)" in capsys.readouterr().out
     assert len(E.load_results(out)) == 1
 
 
@@ -232,18 +245,18 @@ def test_task_ids_that_cannot_name_a_folder_stop_where_the_tasks_are_loaded(tmp_
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps(good) + "\n" + json.dumps({**good, "task_id": "../../x"}) + "\n")
     try: E.load_tasks(tasks)
-    except E.TaskFileError as e: assert str(e) == f"{tasks}, line 2: task_id '../../x' cannot name a folder", e
+    except E.TaskFileError as e: assert str(e) == f"{tasks}, line 2: task_id: '../../x' cannot name a folder", e
     else: raise AssertionError("loaded")
     outside = tmp_path / "a" / "x"                             # where <out>/../../x would land
     outside.mkdir(parents=True)
     (outside / "keep.txt").write_text("mine")
     p = evaluate_cli("--tasks", str(tasks), "--arm", "base", "--out", str(tmp_path / "a" / "b" / "out"))
-    assert "line 2: task_id '../../x' cannot name a folder" in one_line_refusal(p)
+    assert "line 2: task_id: '../../x' cannot name a folder" in one_line_refusal(p)
     assert (outside / "keep.txt").read_text() == "mine" and not (tmp_path / "a" / "b").exists()
     tasks.write_text(json.dumps(good) + "\n")
     assert [t["task_id"] for t in E.load_tasks(tasks)] == ["good-1"]
     try: E.run_evaluate([{**good, "task_id": "../x"}], tmp_path / "out", vllm="http://127.0.0.1:9/v1", progress=False)
-    except ValueError as e: assert str(e) == "task 1 of 1: task_id '../x' cannot name a folder"
+    except ValueError as e: assert str(e) == "task 1 of 1: task_id: '../x' cannot name a folder"
     else: raise AssertionError("ran")
 
 
@@ -324,7 +337,7 @@ def test_a_grader_that_fails_keeps_the_episode_as_success_unknown_and_regrade_gr
     assert table.loc["grade errors", "base"] == "1" and table.loc["all", "base"] == E.MISSING     # neither a pass nor a fail
     assert E.tally(df) == {f"base/{r['family']}": {"ok": 0, "episodes": 0, "grade_errors": 1}}
     # a grader that still fails leaves it a grade error; one that answers grades it
-    broken = [{**task[0], "verifier": {"macros": ["not", "a", "mapping"]}}]
+    broken = [{**task[0].to_dict(), "verifier": {"macros": ["not", "a", "mapping"]}}]
     assert E.regrade(broken, out) == {"grade_errors": 1, "changed": 0}
     with ScriptedServer("YES: the answer gives the count.") as judge:
         monkeypatch.setenv("WEBMIX_JUDGE_MODEL", "judge")

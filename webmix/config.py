@@ -111,7 +111,8 @@ def ports_arg(s) -> list:
 # %% ../nbs/00_config.ipynb #26dd7d92
 def check_folder_name(name, where, what="task_id", error=ValueError) -> str:
     "`name` when it can name one folder inside a run folder (see above); else `error` naming `where`, `what` and `name`."
-    fits = isinstance(name, str) and 0 < len(name) <= 200 and not name.startswith((".", "_")) and not set(name) & set("/\\\0")
+    fits = (isinstance(name, str) and 0 < len(name) <= 200 and name.strip() == name and not name.startswith((".", "_"))
+            and not set(name) & set("/\\\0"))
     if not fits: raise error(f"{where}: {what} {name!r} cannot name a folder")
     return name
 

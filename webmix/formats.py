@@ -26,6 +26,7 @@ KINDS = {
     "sft_record": "one supervised fine-tuning record: a line of export_sft's <out>/train.jsonl",
     "online_result": "an online benchmark episode: <out>/<task_id>/result.json (the layout WebJudge reads)",
     "result_online": "one line of an online benchmark run's <out>/results.jsonl (one episode)",
+    "result_evaluate": "one line of an evaluation run's <out>/results.jsonl (one episode; evaluate.EvalLine)",
     "proposed_task": "a proposed task: a line of a taskgen tasks file",
     "judge_record": "a judge's verdict on one episode: <run>_judge/<task_id>.json (taskgen) or <dir>_webjudge/<task_id>.json",
     "taskgen_report": "what `webmix taskgen rows` selected: <rows>/_report.json",

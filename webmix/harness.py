@@ -7,19 +7,20 @@ backend reads, the extra actions (macro_done, drag, draw, clipboard), scripted a
 __all__ = ['BROWSER_USE_IMPORT_ENV', 'DEAD', 'VIEWPORT', 'SESSION_COOKIE', 'QUIET_ARGS', 'LOOPBACK_ARGS', 'NORMALIZED',
            'ROUTER_NOTES', 'QUIET_PREFS', 'NOT_A_HOST', 'VISIBLE_TEXT', 'RECORDER_WORLD', 'RECORDER_BINDING',
            'RECORDER_JS', 'RANGE_THUMB_PX', 'JS_ACTIONS', 'CLICK_QUIET_S', 'CLICK_WAIT_S', 'DOWNLOAD_GRACE_S',
-           'CLICK_PAUSES', 'PACED_VERSION', 'KEEP_UNITS', 'AGENT_KWARGS', 'chromium_args', 'HarnessSession',
-           'watch_downloads', 'make_session', 'browser_processes', 'close_session', 'is_loopback', 'loopback_only',
-           'net_log_hosts', 'goto', 'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state', 'session_flags',
-           'start_url', 'open_session', 'new_miniweb_session', 'prepare', 'Recorder', 'recorder_setup',
-           'start_recorder', 'flush_recorder', 'playwright_session', 'playwright_session_sync', 'enable_clipboard',
-           'has_screenshot', 'screenshot_png', 'with_screenshot', 'use_normalized_coordinates', 'viewport_size',
-           'to_pixels', 'to_normalized', 'element_index', 'element_box', 'viewport_css', 'is_slider', 'point_on',
-           'clamp_into', 'element_points', 'stroke', 'Point', 'DragAction', 'DrawAction', 'PasteAction', 'drag_end',
-           'make_tools', 'NetworkWatch', 'settled', 'settle_clicks', 'pace_clicks', 'fresh_state', 'do_not_keep',
-           'clear_clipboard', 'KeptBrowser', 'browser', 'ScriptedChat', 'make_llm', 'drop_agent_folders', 'instruction']
+           'CLICK_PAUSES', 'PACED_VERSION', 'KEEP_UNITS', 'AGENT_KWARGS', 'chromium_args', 'dies_with_parent',
+           'HarnessSession', 'watch_downloads', 'make_session', 'browser_processes', 'close_session', 'is_loopback',
+           'loopback_only', 'net_log_hosts', 'goto', 'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state',
+           'session_flags', 'start_url', 'open_session', 'new_miniweb_session', 'prepare', 'session_evidence',
+           'BrowserPage', 'Recorder', 'recorder_setup', 'start_recorder', 'record_tab', 'flush_recorder',
+           'playwright_session', 'playwright_session_sync', 'enable_clipboard', 'has_screenshot', 'screenshot_png',
+           'with_screenshot', 'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized',
+           'element_index', 'element_box', 'viewport_css', 'is_slider', 'point_on', 'clamp_into', 'element_points',
+           'stroke', 'Point', 'DragAction', 'DrawAction', 'PasteAction', 'drag_end', 'make_tools', 'NetworkWatch',
+           'settled', 'settle_clicks', 'pace_clicks', 'fresh_state', 'do_not_keep', 'clear_clipboard', 'KeptBrowser',
+           'browser', 'ScriptedChat', 'make_llm', 'drop_agent_folders', 'instruction']
 
 # %% ../nbs/04_harness.ipynb #baaaf972
-import asyncio, base64, inspect, ipaddress, json, os, shutil, sys, tempfile, threading, time
+import asyncio, base64, inspect, ipaddress, json, os, shlex, shutil, subprocess, sys, tempfile, threading, time
 from contextlib import asynccontextmanager, contextmanager
 from functools import cache
 from pathlib import Path
@@ -78,6 +79,29 @@ def chromium_args(online: bool = False, net_log=None) -> list:
     "Chromium flags: quiet always, loopback-only unless `online`, plus a net log file when asked."
     return QUIET_ARGS + ([] if online else LOOPBACK_ARGS) + ([f"--log-net-log={net_log}"] if net_log else [])
 
+# %% ../nbs/04_harness.ipynb #88d77e03
+@cache
+def _setpriv() -> str | None:
+    "util-linux's setpriv where it can set a parent-death signal (Linux, util-linux 2.33 or later), else None."
+    path = shutil.which("setpriv")
+    if path is None or not sys.platform.startswith("linux"): return None
+    try: works = subprocess.run([path, "--pdeathsig", "KILL", "--", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError): works = False
+    return path if works else None
+
+def dies_with_parent(executable, folder) -> str:
+    """A launcher in `folder` that runs `executable` (its arguments passed on) so that the kernel kills it when the thread
+    that started it ends (see above); `executable` itself where setpriv cannot set that signal."""
+    setpriv = _setpriv()
+    if setpriv is None: return str(executable)
+    # run after the signal is set: a parent gone by then is no longer this process, and nothing starts
+    check = f'[ "$PPID" = {os.getpid()} ] || exit 1; exec "$0" "$@"'
+    launcher = Path(folder) / "launch-browser"
+    launcher.write_text(f"#!/bin/sh\nexec {shlex.quote(setpriv)} --pdeathsig KILL -- /bin/sh -c {shlex.quote(check)} "
+                        f"{shlex.quote(str(executable))} \"$@\"\n")
+    launcher.chmod(0o755)
+    return str(launcher)
+
 # %% ../nbs/04_harness.ipynb #19490d3a
 NORMALIZED: dict = {}      # id(session) -> False when its drag/draw coordinates are CSS pixels (default: 0-1000)
 ROUTER_NOTES: dict = {}    # id(session) -> a note for the agent's next step (see enable_clipboard); nothing writes one yet
@@ -134,8 +158,9 @@ def make_session(headless=True, online=False, run_dir=None, net_log=None, settle
     # absolute: the folder is how close_session finds the browser's processes by their command line
     folder = Path(tempfile.mkdtemp(prefix="browser-", dir=root)).resolve()
     _write_prefs(folder / "browser-use-user-data-dir")
+    executable = dies_with_parent(overrides.pop("executable_path", CHROMIUM), folder)     # killed with its thread
     profile = dict(
-        executable_path=CHROMIUM, headless=headless, chromium_sandbox=False,
+        executable_path=executable, headless=headless, chromium_sandbox=False,
         # the name keeps browser-use from copying the profile into yet another temp dir
         user_data_dir=str(folder / "browser-use-user-data-dir"), downloads_path=str(folder / "downloads"),
         keep_alive=True, captcha_solver=False, highlight_elements=False, enable_default_extensions=False,
@@ -386,6 +411,19 @@ async def prepare(bs, base: str, task: dict) -> str:
     await new_miniweb_session(bs, base, session_flags(task))
     return await goto(bs, start_url(base, task))
 
+# %% ../nbs/04_harness.ipynb #b7e2d0a2
+async def session_evidence(bs, base: str) -> dict:
+    "What the browser's MiniWeb session left on the server: {log, changes, clip, record} (what every grade reads)."
+    (log, changes, clip), record = await asyncio.gather(backend_state(bs, base), admin_get(bs, base, "/_admin/record"))
+    return {"log": log, "changes": changes, "clip": clip, "record": record.get("entries", [])}
+
+class BrowserPage:
+    "The page a task works on (records.TaskPage): a browser-use session `bs` and its MiniWeb server `base`."
+    def __init__(self, bs, base: str | None): self.bs, self.base = bs, base
+    async def new_session(self, flags: dict) -> str: return await new_miniweb_session(self.bs, self.base, flags)
+    async def goto(self, url: str) -> str: return await goto(self.bs, url)
+    async def evidence(self) -> dict: return await session_evidence(self.bs, self.base)
+
 # %% ../nbs/04_harness.ipynb #fe1d0ec4
 RECORDER_WORLD = "webmix-recorder"           # the isolated world the recorder runs in
 RECORDER_BINDING = "__webmixReport"          # its binding: a function in that world only
@@ -504,15 +542,22 @@ def recorder_setup() -> list:
             ("Page.addScriptToEvaluateOnNewDocument", {"source": RECORDER_JS, "worldName": RECORDER_WORLD, "runImmediately": True})]
 
 async def start_recorder(bs, base: str, sid: str) -> None:
-    "Record what happens in the agent's tab into MiniWeb session `sid` on `base` (see above)."
+    "Record what happens in the agent's tabs into MiniWeb session `sid` on `base` (see above)."
     rec = bs._webmix_recorder = Recorder(base, sid)
-    bs._cdp_client_root.register.Runtime.bindingCalled(rec.on_binding)
+    bs._cdp_client_root.register.Runtime.bindingCalled(rec.on_binding)   # every tab's reports: one handler
+    await record_tab(bs)
+
+async def record_tab(bs) -> None:
+    "Start the recorder in the agent's focused tab, once per tab (its script outlives the tab's navigations)."
+    if getattr(bs, "_webmix_recorder", None) is None: return
+    tabs = getattr(bs, "_webmix_recorder_tabs", None)
+    if tabs is None: tabs = bs._webmix_recorder_tabs = set()
     cdp = await bs.get_or_create_cdp_session()
-    if getattr(bs, "_webmix_recorder_target", None) != cdp.target_id:       # once per tab: they outlive its navigations
-        for method, params in recorder_setup():
-            domain, name = method.split(".")
-            await getattr(getattr(cdp.cdp_client.send, domain), name)(params=params or None, session_id=cdp.session_id)
-        bs._webmix_recorder_target = cdp.target_id
+    if cdp.target_id in tabs: return
+    for method, params in recorder_setup():
+        domain, name = method.split(".")
+        await getattr(getattr(cdp.cdp_client.send, domain), name)(params=params or None, session_id=cdp.session_id)
+    tabs.add(cdp.target_id)
 
 async def flush_recorder(bs) -> None:
     "Wait for the recorder's reports still on their way to the server (no-op without a recorder)."
@@ -544,8 +589,9 @@ def playwright_session_sync(context, page, base: str, flags: dict | None = None)
 
 # %% ../nbs/04_harness.ipynb #5d9c50ff
 async def enable_clipboard(bs, agent=None) -> None:
-    "Clipboard read/write for all origins and a focused agent tab; hands a pending note (ROUTER_NOTES) to `agent`."
+    "The step hook: clipboard read/write for all origins, a focused agent tab with the recorder in it; a pending note (ROUTER_NOTES) to `agent`."
     await bs.cdp_client.send.Browser.grantPermissions(params={"permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+    await record_tab(bs)                               # a tab the agent opened in its last step
     cdp = await bs.get_or_create_cdp_session()
     await cdp.cdp_client.send.Emulation.setFocusEmulationEnabled(params={"enabled": True}, session_id=cdp.session_id)
     if agent is not None and (note := ROUTER_NOTES.pop(id(bs), None)):

@@ -24,6 +24,7 @@ from pathlib import Path
 from . import formats, llm, runs
 from .config import MODEL_TIMEOUT_S, append_jsonl, comma_list, json_lines, short, site_split, write_json_atomic
 from .miniweb import create_app, sitemap
+from .records import ProposedTask
 
 # %% ../nbs/13_taskgen.ipynb #7424328b
 MODEL = "gemini-3.5-flash"            # the model the reference runs used for proposing and judging
@@ -152,11 +153,10 @@ Reply with JSON: {{"tasks": [{{"instruction": "...", "kind": "info" or "action"}
 def norm_text(s: str) -> str: return re.sub(r"[^a-z0-9]+", " ", s.lower()).strip()
 
 def task_line(ctx: dict, instruction: str, kind, proposer: str) -> dict:
-    "A proposed task as a tasks-file line (the layout `webmix evaluate --tasks` reads)."
-    return {"kind": "proposed", "task_id": f"tg-{ctx['site']}-{hashlib.md5(instruction.encode()).hexdigest()[:8]}",
-            "site": ctx["site"], "sites": [ctx["site"]], "macro": "proposed", "macros": [], "instruction": instruction,
-            "start_path": ctx["home"], "task_kind": kind if kind in ("info", "action") else "action", "verifier": None,
-            "proposer": proposer}
+    "A proposed task (`records.ProposedTask`) as a tasks-file line (the layout `webmix evaluate --tasks` reads)."
+    return ProposedTask(task_id=f"tg-{ctx['site']}-{hashlib.md5(instruction.encode()).hexdigest()[:8]}", site=ctx["site"],
+                        instruction=instruction, start_path=ctx["home"], task_kind=kind if kind in ("info", "action") else "action",
+                        proposer=proposer).to_dict()
 
 def propose_prompt(ctx, n, focus, done) -> str:
     n_info = round(n * 0.4)

@@ -1,0 +1,66 @@
+"""webmix.records: the typed task kinds against the JSON Schemas of the files that hold them and against every task
+webmix has: the makers' datagen tasks of every site, taskgen's proposed task lines, the human-style tasks."""
+import pytest
+
+from webmix import formats as F
+from webmix.evaluate import human_tasks
+from webmix.records import (KINDS, DatagenTask, HumanTask, OnlineTask, ProposedTask, TaskFileError, as_task,
+                            MAX_INSTRUCTION)
+from webmix.taskgen import task_line
+from webmix.tasks import all_tasks
+
+
+@pytest.fixture(scope="module")
+def made():
+    return all_tasks()
+
+
+def test_each_schema_requires_only_fields_its_class_has():
+    for cls, name in ((DatagenTask, "task"), (ProposedTask, "proposed_task")):
+        assert set(F.schema(name)["required"]) <= set(cls.model_fields), name
+    assert set(KINDS) == {"datagen", "human", "proposed", "online"}
+
+
+def test_every_generated_task_loads_typed_and_dumps_back_unchanged(made):
+    typed = [as_task(t, t["task_id"]) for t in made]
+    assert {type(t) for t in typed} == {DatagenTask}
+    assert [t.to_dict() for t in typed] == made                      # nothing added, nothing lost, nothing retyped
+    bad = [p for t in typed for p in F.problems("task", t.to_dict(), t.task_id)]
+    assert bad == [], bad[:5]
+    for t in typed[:50]:
+        assert t.session_flags() == ({"logout": 1} if (t.control or {}).get("role") == "login" else dict((t.control or {}).get("prep") or {}))
+        assert t.family_plan()[-1] == t.macro and t.success_family() == t.family
+
+
+def test_proposed_lines_and_human_tasks_are_their_kinds():
+    line = task_line({"site": "shop", "home": "/sites/shop/"}, "Find the cheapest desk lamp in the shop.", "info", "p")
+    assert F.problems("proposed_task", line) == [] and as_task(line).to_dict() == line
+    humans = human_tasks("all")
+    assert len(humans) == 72 and all(isinstance(t, HumanTask) for t in humans)
+    cross = next(t for t in humans if len(t.sites) > 1)
+    assert cross.start_url("http://h") == "http://h/" and "Apps: " in cross.prompt("http://h")
+    login = next(t for t in humans if t.needs_login)
+    assert login.session_flags() == {"logout": 1}
+
+
+def test_a_task_that_breaks_a_field_is_one_line_naming_it(made):
+    t = made[0]
+    cases = {"the task has no check": {k: v for k, v in t.items() if k != "check"},
+             "task_id: '../x' cannot name a folder": {**t, "task_id": "../x"},
+             "task_id: 'a ' cannot name a folder": {**t, "task_id": "a "},
+             "start: start.url is not a /sites/ path": {**t, "start": {"url": "https://elsewhere/"}},
+             "macro: Input should be a valid string": {**t, "macro": 3},
+             "instruction: String should have at most": {**t, "instruction": "x" * (MAX_INSTRUCTION + 1)},
+             "unknown task kind 'weird'": {**t, "kind": "weird"}}
+    for want, obj in cases.items():
+        with pytest.raises(TaskFileError) as e: as_task(obj, "f.jsonl, line 2")
+        msg = str(e.value)
+        assert msg.startswith("f.jsonl, line 2: ") and want in msg and "\n" not in msg, (want, msg)
+    with pytest.raises(TaskFileError, match="unknown task kind 'human'"): as_task({**t, "kind": "human"}, "x", ("datagen", "proposed"))
+
+
+def test_an_online_task_has_its_website_host_as_site_and_no_miniweb_session():
+    t = as_task({"kind": "online", "task_id": "7", "instruction": "Find it.", "confirmed_task": "Find it.",
+                 "website": "https://www.Example.org:8443/a", "web_name": "Example"})
+    assert isinstance(t, OnlineTask) and t.site == "example.org:8443" and t.field("web_name") == "Example"
+    assert t.judged and t.grade({}) == (False, "pending: judge") and t["website"] == t.start_url()
