@@ -56,11 +56,11 @@ print("@@before_after " + json.dumps(out), flush=True)
 '''
 
 
-def child(mode, root, spec, log):
-    "Run CHILD in `root`'s tree; its stdout and stderr go to `log`. -> its JSON line."
+def child(mode, root, spec, log, code=None):
+    "Run `code` (default: CHILD) in `root`'s tree; its stdout and stderr go to `log`. -> its JSON line."
     env = {**os.environ, "PYTHONPATH": str(root)}
     with open(log, "w") as f:
-        p = subprocess.run([sys.executable, "-c", CHILD, mode, str(root), json.dumps(spec)], cwd=root, env=env,
+        p = subprocess.run([sys.executable, "-c", code or CHILD, mode, str(root), json.dumps(spec)], cwd=root, env=env,
                            stdout=subprocess.PIPE, stderr=f, text=True)
         f.write(p.stdout)
     lines = [l for l in p.stdout.splitlines() if l.startswith(MARK)]
@@ -68,6 +68,49 @@ def child(mode, root, spec, log):
         tail = "".join(Path(log).read_text().splitlines(keepends=True)[-25:])
         sys.exit(f"{mode} in {root} failed (exit {p.returncode}); the end of {log}:\n{tail}")
     return json.loads(lines[-1][len(MARK):])
+
+
+def check_imports(probe, trees, keys=("file", "server_file")):
+    "Each side's probed paths (its runner's webmix, its server's, ...: `keys` of `probe`) lie in its own tree only."
+    for side, tree in trees.items():
+        other = trees["after" if side == "before" else "before"]
+        for key in keys:
+            f = Path(probe[side][key]).resolve()
+            if tree.resolve() not in f.parents or other.resolve() in f.parents:
+                sys.exit(f"the {side} side's {key} is {probe[side][key]}, not in {tree}")
+
+
+def two_sides(ref, keep, prefix) -> tuple:
+    """(after tree, before commit, after's changed files, temp folder, run root, before tree): the working tree this
+    script belongs to, and `ref` checked out as a detached worktree in a new temp folder (drop_worktree removes it)."""
+    after = Path(git("rev-parse", "--show-toplevel", cwd=Path(__file__).resolve().parent))
+    commit = git("rev-parse", "--short", f"{ref}^{{commit}}", cwd=after)
+    dirty = git("status", "--porcelain", "--untracked-files=no", cwd=after).splitlines()
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    root = Path(keep).resolve() if keep else tmp / "runs"
+    root.mkdir(parents=True, exist_ok=True)
+    before = tmp / "before"
+    git("worktree", "add", "--detach", str(before), commit, cwd=after)
+    return after, commit, dirty, tmp, root, before
+
+
+def sides_header(ref, commit, after, dirty, probe) -> dict:
+    "What a summary says of its two sides: the before commit, the after tree, where each imported webmix from."
+    return {"before": {"ref": ref, "commit": commit, "webmix": probe["before"]["file"]},
+            "after": {"root": str(after), "changed_files": dirty, "webmix": probe["after"]["file"]}}
+
+
+def saved(summary, args, root) -> dict:
+    "`summary`, written to --json when asked; says where --keep kept the runs."
+    if args.json: Path(args.json).write_text(json.dumps(summary, indent=1, ensure_ascii=False, default=str))
+    if args.keep: print(f"\nrun folders and logs kept in {root}")
+    return summary
+
+
+def drop_worktree(before, tmp, after) -> None:
+    "Remove the before side's git worktree and the temp folder holding it."
+    subprocess.run(["git", "worktree", "remove", "--force", str(before)], cwd=after, capture_output=True)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def git(*args, cwd):
@@ -187,26 +230,13 @@ def main(argv=None):
     ap.add_argument("--keep", default=None, help="keep the run folders (and child logs) in this folder")
     args = ap.parse_args(argv)
 
-    after = Path(git("rev-parse", "--show-toplevel", cwd=Path(__file__).resolve().parent))
-    commit = git("rev-parse", "--short", f"{args.before}^{{commit}}", cwd=after)
-    dirty = git("status", "--porcelain", "--untracked-files=no", cwd=after).splitlines()
-    tmp = Path(tempfile.mkdtemp(prefix="before-after-"))
-    root = Path(args.keep).resolve() if args.keep else tmp / "runs"
-    root.mkdir(parents=True, exist_ok=True)
-    before = tmp / "before"
-    git("worktree", "add", "--detach", str(before), commit, cwd=after)
+    after, commit, dirty, tmp, root, before = two_sides(args.before, args.keep, "before-after-")
     trees = {"before": before, "after": after}
     try:
         # each side once: where its webmix (and its servers' webmix) comes from, and its tasks of the site
         spec = {"site": args.site, "seed": args.seed}
         probe = {side: child("probe", tree, spec, root / f"probe-{side}.log") for side, tree in trees.items()}
-        for side, tree in trees.items():
-            other = trees["after" if side == "before" else "before"]
-            for key in ("file", "server_file"):
-                f = Path(probe[side][key]).resolve()
-                if tree.resolve() not in f.parents or other.resolve() in f.parents:
-                    sys.exit(f"the {side} side's {'server' if key == 'server_file' else 'runner'} imports webmix from "
-                             f"{probe[side][key]}, not from {tree}")
+        check_imports(probe, trees)
         tasks = pick(probe["after"]["tasks"], args.tasks, args.seed)
         own = {t["task_id"]: t for t in probe["before"]["tasks"]}
         same = sum(own.get(t["task_id"]) == t for t in tasks)
@@ -255,17 +285,13 @@ def main(argv=None):
             print(f"  {d['task_id']}: before {'kept' if d['before'] else 'rejected (' + str(d['before_cause']) + ')'}, "
                   f"after {'kept' if d['after'] else 'rejected (' + str(d['after_cause']) + ')'}")
 
-        summary = {"before": {"ref": args.before, "commit": commit, "webmix": probe["before"]["file"]},
-                   "after": {"root": str(after), "changed_files": dirty, "webmix": probe["after"]["file"]},
-                   "site": args.site, "seed": args.seed, "tasks": [t["task_id"] for t in tasks],
+        summary = {**sides_header(args.before, commit, after, dirty, probe), "site": args.site, "seed": args.seed,
+                   "tasks": [t["task_id"] for t in tasks],
                    "same_task_dicts_in_before": same, "runs": runs, "sides": sides, "ratio_after_before": ratio,
                    "outputs": cmp}
-        if args.json: Path(args.json).write_text(json.dumps(summary, indent=1, ensure_ascii=False, default=str))
-        if args.keep: print(f"\nrun folders and logs kept in {root}")
-        return summary
+        return saved(summary, args, root)
     finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(before)], cwd=after, capture_output=True)
-        shutil.rmtree(tmp, ignore_errors=True)
+        drop_worktree(before, tmp, after)
 
 
 if __name__ == "__main__":

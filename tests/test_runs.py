@@ -1,6 +1,6 @@
 """webmix.runs in real processes, with units that need only a MiniWeb server (no browser): shards sharing one out
 folder, a run killed with SIGKILL and resumed, a second unsharded run refused, a resume with other settings refused,
-a server killed mid-run, and the same units on a local Ray."""
+a server killed mid-run, a dead run's temp folder with a process still on it, and the same units on a local Ray."""
 import json, os, signal, subprocess, sys, textwrap, time
 from pathlib import Path
 
@@ -111,6 +111,32 @@ def test_units_that_need_no_miniweb_get_no_server(tmp_path):
     assert r.results[0]["base"].startswith("http://127.0.0.1:") and r.results[0]["servers"] == 1, r.results
 
 
+def test_a_run_ends_what_still_runs_on_a_dead_runs_temp_folder_then_removes_it(tmp_path):
+    """A dead run's temp folder with a process still on it (a shell makes `<host>-<its pid>-<nonce>/`, leaves `tail -f`
+    reading a file in it, and exits: the leftover's parent is PID 1, as a dead run's browser's is): the next run on the
+    out folder ends that process before it removes the folder, which stays removed; a live process's folder stays."""
+    import psutil, shlex
+    from test_orphans import running_in
+    out = tmp_path / "run"
+    root = (out / "_tmp").resolve()
+    live = root / f"{runs.HOST}-{os.getpid()}-a1b2c3"
+    (live / "_browsers").mkdir(parents=True)
+    sh = subprocess.run(["sh", "-c", f'd={shlex.quote(str(root))}/{runs.HOST}-$$-d0d0d0; mkdir -p "$d/_browsers/b"; '
+                         'touch "$d/_browsers/b/log"; tail -f "$d/_browsers/b/log" >/dev/null 2>&1 & echo $$ $!'],
+                        capture_output=True, text=True, check=True, timeout=30)
+    dead, pid = map(int, sh.stdout.split())
+    stale, leftover = root / f"{runs.HOST}-{dead}-d0d0d0", psutil.Process(pid)
+    try:
+        assert not psutil.pid_exists(dead) and [p.pid for p in running_in(stale)] == [pid]
+        r = runs.run_units(units(2), runs.fetch_title, out, runner="pages", workers=1, progress=False)
+        assert r.ok == 2 and not running_in(stale)
+        assert not leftover.is_running() or leftover.status() == psutil.STATUS_ZOMBIE
+        time.sleep(0.5)
+        assert not stale.exists() and live.is_dir() and [d.name for d in root.iterdir()] == [live.name]
+    finally:
+        if leftover.is_running(): leftover.kill()
+
+
 @pytest.mark.timeout(300)
 def test_ray_backend_runs_the_same_units_and_resumes(tmp_path):
     pytest.importorskip("ray")
@@ -121,3 +147,63 @@ def test_ray_backend_runs_the_same_units_and_resumes(tmp_path):
     assert len({x["pid"] for x in r.results}) == 2 and all(x["pid"] != os.getpid() for x in r.results)
     again = runs.run_units(us, runs.fetch_title, out, runner="pages", workers=2, backend="ray", progress=False)
     assert again.todo == 0 and len(lines(out)) == 9
+
+
+async def fails_once(unit, worker) -> dict:
+    "A unit whose first try fails (an infrastructure fault), and which succeeds when tried again."
+    mark = Path(worker.out) / f".tried-{unit['task_id']}"
+    if unit.get("flaky") and not mark.exists():
+        mark.touch()
+        raise RuntimeError("the browser would not start")
+    return await runs.fetch_title(unit, worker)
+
+
+def test_limit_counts_the_folder_and_retry_failed_runs_failures_again(tmp_path):
+    out, us = tmp_path / "run", units(6)
+    us[1]["flaky"] = True
+    run = lambda **kw: runs.run_units(us, fails_once, out, runner="pages", workers=1, progress=False, **kw)
+    assert run(limit=3).todo == 3 and len(lines(out)) == 3           # u001 failed among them
+    assert run(limit=3).todo == 0                                     # three are in the folder already: a kill's rerun adds none
+    assert run(limit=4).todo == 1 and len(lines(out)) == 4
+    assert run().todo == 2 and [r["task_id"] for r in lines(out) if not r["ok"]] == ["u001"]
+    assert run().todo == 0                                            # a failure stays without --retry-failed
+    again = run(retry_failed=True)
+    assert again.todo == 1 and again.ok == 1 and run(retry_failed=True).todo == 0
+    latest = runs.latest(lines(out))
+    assert len(latest) == 6 and all(r["ok"] for r in latest.values())
+
+
+def test_shards_of_two_splits_cannot_share_a_folder(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    with runs.folder_lock(out, (1, 2)), runs.folder_lock(out, (2, 2)):
+        with pytest.raises(runs.FolderBusy, match=r"shards of another split \(2\) are running"):
+            with runs.folder_lock(out, (1, 3)): pass
+    with runs.folder_lock(out, (1, 3)): pass                           # the first split has ended: a new one may start
+
+
+def test_an_out_that_cannot_be_a_run_folder_is_refused_in_one_line(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for out, why in ((afile, "a file is there, not a folder"), (afile / "sub", "a part of the path is a file")):
+        with pytest.raises(runs.RunRefused, match=why): runs.run_units(units(1), runs.fetch_title, out, runner="pages")
+        p = subprocess.run(["webmix", "datagen", "--sites", "shop", "--limit", "1", "--out", str(out)],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 1 and why in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert afile.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_a_run_folder_removed_mid_run_stops_the_run_and_is_not_made_again(tmp_path):
+    import shutil, threading
+    out = tmp_path / "run"
+    def remove_after_the_first_line():
+        end = time.time() + 60
+        while time.time() < end and not lines(out, missing_ok=True): time.sleep(0.02)
+        shutil.rmtree(out)
+    t = threading.Thread(target=remove_after_the_first_line)
+    t.start()
+    with pytest.raises(runs.OutRemoved, match="was removed during the run"):
+        runs.run_units(units(8, sleep=0.3), runs.fetch_title, out, runner="pages", workers=2, progress=False)
+    t.join()
+    time.sleep(0.5)
+    assert not out.exists()

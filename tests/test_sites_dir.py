@@ -70,3 +70,22 @@ def test_servers_pass_an_explicit_sites_dir_to_the_server(tmp_path, monkeypatch)
     with Servers(ports=free_ports(1), sites_dir="specs") as srv:
         assert set(served_names(srv.bases[0])) == set(load_sites(sites_dir="specs"))
         assert get(f"{srv.bases[0]}/sites/myboard/board")[0] == 200
+
+
+def test_a_broken_sites_dir_stops_every_command_in_one_line_before_it_starts(tmp_path):
+    import subprocess
+    cases = {"broken.yaml": b"name: [unclosed\n", "empty.yaml": b"", "latin1.yaml": b"name: caf\xe9\n"}
+    dup = tmp_path / "dup"
+    dup.mkdir()
+    write_copy(dup, "shop", of="kanban")
+    folders = {"dup": dup}
+    for name, data in cases.items():
+        (folders.setdefault(name, tmp_path / name.split(".")[0])).mkdir()
+        (folders[name] / name).write_bytes(data)
+    for why, d in folders.items():
+        for cmd in (["sites", "list"], ["datagen", "--sites", "shop", "--limit", "1", "--out", str(tmp_path / "o")],
+                    ["evaluate", "--human", "--arm", "base", "--out", str(tmp_path / "e")]):
+            p = subprocess.run(["webmix", *cmd, "--sites-dir", str(d)], capture_output=True, text=True, timeout=120)
+            err = p.stderr.strip().splitlines()
+            assert p.returncode == 1 and len(err) == 1 and str(d) in err[0], (why, cmd, p.stderr[-600:])
+    assert not (tmp_path / "o").exists() and not (tmp_path / "e").exists()

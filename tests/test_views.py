@@ -130,6 +130,109 @@ def test_malformed_folders_and_paths_outside_the_run_say_one_line(episodes, tmp_
         V.export_sft(tmp_path / "run2", tmp_path / "out")
 
 
+def _png(size=(640, 450), color=(200, 220, 240)) -> bytes:
+    from PIL import Image
+    import io
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def _one_line(msg, *names):
+    assert "\n" not in msg and all(n in msg for n in names), msg
+    return msg
+
+
+def test_a_bad_screenshot_is_a_note_in_its_place_and_the_export_refuses_it(tmp_path):
+    """A truncated screenshot and a text file under a .png name: thumbnail() raises a one-line ViewError naming the
+    file; the live and static steppers and the rows inspector show the good screenshots and, in a bad one's place, a
+    note naming it; export_sft (both formats) refuses it, naming it."""
+    good = _png()
+    d = tmp_path / "run" / "shop-open_detail-0001"
+    d.mkdir(parents=True)
+    (d / "step_1.png").write_bytes(good)
+    (d / "step_2.png").write_bytes(good[: len(good) // 2])                     # truncated
+    (d / "step_3.png").write_text("a text file, not an image")
+    steps = [{"step": k, "action": "click", "params": {"index": k}, "memory": f"m{k}"} for k in (1, 2, 3)]
+    (d / "trajectory.json").write_text(json.dumps({"task_id": d.name, "steps": steps}))
+    assert V.thumbnail(d / "step_1.png").startswith("data:image/jpeg;base64,")
+    for name, words in (("step_2.png", "a broken image"), ("step_3.png", "not an image file")):
+        with pytest.raises(V.ViewError) as ex: V.thumbnail(d / name)
+        _one_line(str(ex.value), str(d / name), words)
+    v = V.EpisodeViewer(d)
+    assert v.error is None, v.error
+    sv = v.children[0]
+    first = sv.screens.value                                                   # step 1: good before, truncated after
+    assert first.count("data:image/jpeg;base64,") == 1 and V.esc(f"{d / 'step_2.png'}: a broken image") in first
+    sv.go(2)                                                                   # step 2: truncated before, text after
+    assert "data:image/jpeg" not in sv.screens.value and V.esc(f"{d / 'step_3.png'}: not an image file") in sv.screens.value
+    static = v._repr_mimebundle_()["text/html"]
+    assert static.count("data:image/jpeg;base64,") == 1 and "step_2.png: a broken image" in static
+    assert "step_3.png: not an image file" in static and "s.before_note" in static
+    # a row whose image is the truncated file: shown as a note; the export refuses it, in either format
+    chain = tmp_path / "rows" / "plan-shop-0001"
+    chain.mkdir(parents=True)
+    (chain / "step_0.png").write_bytes(good[: len(good) // 2])
+    (chain / "episode.json").write_text(json.dumps({"task_id": chain.name, "site": "shop"}))
+    msg = {"role": "user", "content": [{"type": "text", "text": "the page"},
+                                       {"type": "image_url", "image_url": {"url": "step_0.png"}}]}
+    (chain / "rows.jsonl").write_text(json.dumps({"task_id": chain.name, "step": 0, "messages": [msg],
+                                                  "target": '{"action": [{"done": {"text": "ok"}}]}'}) + "\n")
+    ri = V.RowsInspector(chain)
+    assert ri.error is None and V.esc(f"{chain / 'step_0.png'}: a broken image") in ri.view.value
+    for fmt in ("openai", "hf"):
+        if fmt == "hf": pytest.importorskip("datasets")
+        with pytest.raises(V.ViewError) as ex: V.export_sft(chain, tmp_path / f"sft-{fmt}", format=fmt)
+        _one_line(str(ex.value), str(chain / "step_0.png"), "a broken image")
+
+
+def test_json_nested_too_deep_or_of_another_shape_is_one_line_naming_the_file(tmp_path):
+    """JSON nested past the parser's limit (and past MAX_JSON_DEPTH, which the viewers' own code would recurse on), a
+    top level of another type, an unreadable file, an episode of another shape: one-line ViewErrors naming the file,
+    wherever a viewer reads it (episode files, rows.jsonl, results.jsonl, verdicts, grade_inputs.json)."""
+    deep, deepish = "[" * 50_000 + "]" * 50_000, json.dumps({"steps": [{"step": 1, "params": json.loads("[" * 300 + "]" * 300)}]})
+    d = tmp_path / "dg" / "shop-x"
+    d.mkdir(parents=True)
+    for text, words in ((deep, "nested more than 100 deep"), (deepish, "nested more than 100 deep"),
+                        ("[]", "not a JSON object"), ('{"steps": [1, 2]}', "not a datagen episode as its runner writes one")):
+        (d / "trajectory.json").write_text(text)
+        with pytest.raises(V.ViewError) as ex: V.load_episode(d)
+        _one_line(str(ex.value), str(d / "trajectory.json") if "datagen" not in words else str(d), words)
+        _one_line(V.EpisodeViewer(d).error, words)
+    (d / "trajectory.json").write_bytes(b"\xff\xfe\x00{")
+    _one_line(V.EpisodeViewer(d).error, "trajectory.json: not a text file")
+    (d / "trajectory.json").unlink()
+    (d / "trajectory.json").mkdir()                                            # a folder under the name: not a file
+    (d / "history.json").write_text(deep)                                      # an evaluation episode's history
+    _one_line(V.EpisodeViewer(d).error, str(d / "history.json"), "nested more than 100 deep")
+    with pytest.raises(V.ViewError, match="trajectory.json: cannot be read"): V.read_json(d / "trajectory.json")
+    # rows.jsonl, results.jsonl
+    chain = tmp_path / "plan" / "c1"
+    chain.mkdir(parents=True)
+    (chain / "episode.json").write_text("{}")
+    (chain / "rows.jsonl").write_text(json.dumps({"task_id": "c1", "messages": [], "target": "{}"}) + "\n" + deep + "\n")
+    _one_line(V.RowsInspector(chain).error, str(chain / "rows.jsonl") + " line 2", "nested more than 100 deep")
+    _one_line(V.EpisodeViewer(chain).error, "rows.jsonl line 2")
+    run = tmp_path / "ev"
+    run.mkdir()
+    (run / "results.jsonl").write_text(json.dumps({"task_id": "e1", "ok": True, "detail": "saved"}) + "\n" + deep + "\n")
+    for call in (V.find_episodes, V.run_results, V.load_verdicts):
+        with pytest.raises(V.ViewError) as ex: call(run)
+        _one_line(str(ex.value), str(run / "results.jsonl"), "nested more than 100 deep")
+    # verdicts: a verdict file too deep; a grade_inputs.json too deep is a note beside the judge's reasons
+    (run / "results.jsonl").write_text(json.dumps({"task_id": "e1", "ok": True, "detail": "saved"}) + "\n")
+    (run / "judge").mkdir()
+    (run / "judge" / "e1.json").write_text(deep)
+    _one_line(V.VerdictInspector(run).error, str(run / "judge" / "e1.json"), "nested more than 100 deep")
+    (run / "judge" / "e1.json").write_text(json.dumps({"task_id": "e1", "predicted_label": 0, "reasons": "no"}))
+    (run / "e1").mkdir()
+    (run / "e1" / "grade_inputs.json").write_text(deep)
+    vi = V.VerdictInspector(run)
+    assert vi.error is None and V.esc(f"{run / 'e1' / 'grade_inputs.json'}: lists and objects nested") in vi.side.value
+    vi.open_episode("e1")                                                      # the episode itself: one line
+    _one_line(vi.episode.children[0].error, str(run / "e1" / "grade_inputs.json"), "nested more than 100 deep")
+
+
 def _parts(content):
     return [{"type": "text", "text": content}] if not isinstance(content, list) else content
 

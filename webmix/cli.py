@@ -11,7 +11,7 @@ __all__ = ['CONTROL_IDS_JS', 'ROWS_HOWTO', 'MAIN_ARMS', 'COMMANDS', 'sites_list'
 import argparse, asyncio, json, sys
 from . import config
 from .config import ADMIN_HEADER, DEFAULT_PORTS, DEFAULT_WORKERS, admin_key, comma_list, ports_arg
-from .miniweb import Servers, load_sites, site_summary, sitemap, serve
+from .miniweb import Servers, SpecError, load_sites, site_summary, sitemap, serve
 from .tasks import add_tasks_cli
 from .datagen import add_datagen_cli
 from .plan_data import add_plan_data_cli
@@ -21,7 +21,8 @@ from .taskgen import add_taskgen_cli
 from .judge import add_judge_cli
 from .online import add_online_cli
 from .views import add_views_cli
-from .runs import use_sites_dir
+from .records import TaskFileError
+from .runs import RunRefused, use_sites_dir
 
 # %% ../nbs/90_cli.ipynb #88885e71
 def sites_list(args):
@@ -210,4 +211,7 @@ def main(argv=None):
     except KeyboardInterrupt:           # the runners have written every finished unit and stopped their browsers
         print(f"\nwebmix {args.cmd}: interrupted; finished units are kept, the same command resumes", file=sys.stderr)
         return 130
+    except (RunRefused, TaskFileError, SpecError) as e:     # bad input or a run that cannot start: one line, not a traceback
+        print(f"webmix {args.cmd}: {e}", file=sys.stderr)
+        return 1
     return rc if isinstance(rc, int) else 0

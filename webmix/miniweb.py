@@ -415,8 +415,12 @@ def _default_order(site, p, rows):
 def load_site(path) -> Site:
     "Load and check one site spec; SpecError names the file and the field on any problem."
     path = Path(path)
-    try: spec = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e: raise SpecError(f"{path}: YAML: {e}") from None
+    try: spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e: raise SpecError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except yaml.YAMLError as e:             # one line: the problem and where it is, not YAML's picture of the spot
+        where = getattr(e, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where else ""
+        raise SpecError(f"{path}: YAML: {getattr(e, 'problem', None) or ' '.join(str(e).split())}{at}") from None
     validate_spec(spec, str(path))
     if spec["name"] != path.stem: _fail(path, "name", f"{spec['name']!r} differs from the file name {path.stem!r}")
     try: return Site(spec, str(path))

@@ -7,9 +7,9 @@ __all__ = ['RESULTS', 'SECRET_WORDS', 'HOST', 'GC_THAW_EVERY', 'BACKENDS', 'read
            'in_shard', 'shard_arg', 'RunRefused', 'FolderBusy', 'folder_lock', 'git_state', 'site_hashes', 'public',
            'now', 'new_manifest', 'ManifestMismatch', 'differences', 'open_manifest', 'close_manifest', 'not_deciding',
            'deciding_settings', 'Worker', 'WorkerServer', 'describe', 'settle', 'unit_line', 'freeze_survivors',
-           'guarded', 'Run', 'stale_tmp', 'plan_units', 'run_sync', 'RayWorker', 'RayUnreachable', 'ray_init',
-           'run_units', 'fetch_title', 'add_run_options', 'run_kwargs', 'use_sites_dir', 'option', 'split_options',
-           'add_option_flags', 'options_of']
+           'guarded', 'Run', 'stale_tmp', 'finished_keys', 'plan_units', 'run_sync', 'RayWorker', 'RayUnreachable',
+           'ray_init', 'ready_out', 'OutRemoved', 'still_there', 'run_units', 'fetch_title', 'add_run_options',
+           'run_kwargs', 'use_sites_dir', 'option', 'split_options', 'add_option_flags', 'options_of']
 
 # %% ../nbs/04b_runs.ipynb #5e27602e
 import asyncio, fcntl, gc, hashlib, json, os, platform, re, shutil, socket, subprocess, sys, time, traceback, uuid
@@ -96,6 +96,20 @@ def _flock(path: Path, exclusive: bool):
         os.close(fd); return None
     return fd
 
+def _one_split(out: Path, n: int) -> int:
+    "Hold the split into `n` shards (shared); FolderBusy when shards of another split run in `out` (their keys overlap)."
+    fd = os.open(out / f".lock-split-{n}", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    for other in out.glob(".lock-split-*"):
+        if other.name == f".lock-split-{n}": continue
+        probe = _flock(other, exclusive=True)
+        if probe is None:
+            os.close(fd)
+            raise FolderBusy(f"{out}: shards of another split ({other.name.rsplit('-', 1)[1]}) are running in it; "
+                             f"every process on one folder must use the same n in --shard k/n")
+        os.close(probe)
+    return fd
+
 @contextmanager
 def folder_lock(out, shard=None):
     "Hold `out` for this run (see above); raises FolderBusy naming who else may hold it."
@@ -111,6 +125,7 @@ def folder_lock(out, shard=None):
             fd = _flock(out / f".lock-shard-{shard[0]}-of-{shard[1]}", exclusive=True)
             if fd is None: raise FolderBusy(f"{out}: shard {shard[0]}/{shard[1]} is already running in another process")
             fds.append(fd)
+            fds.append(_one_split(out, shard[1]))
         yield
     finally:
         for fd in fds: os.close(fd)
@@ -233,6 +248,7 @@ class Worker:
     headless: bool = True
     options: object = field(default_factory=dict)   # the runner's options: a dict or its options record
     kept: object = None           # the worker's harness.KeptBrowser, when browsers are kept across units
+    guard_out: bool = False       # in a run: a removed `out` stops the unit (see still_there)
 
     def browser(self, task=None, open_start=True, **session_kwargs):
         "`async with worker.browser(task) as bs`: a browser on this worker's server, `task` prepared (harness.browser)."
@@ -242,6 +258,7 @@ class Worker:
 
     def stage(self, key: str) -> Path:
         "An empty folder of this process's own for the unit `key`."
+        if self.guard_out: still_there(Path(self.out))     # a run folder removed mid-run: no unit starts
         d = self.tmp / key
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
@@ -250,6 +267,7 @@ class Worker:
     def place(self, staged, dest, *also_remove) -> Path:
         "Move `staged` to `dest` (replacing it); folders in `also_remove` (the unit's other possible places) go."
         dest = Path(dest)
+        if self.guard_out: still_there(Path(self.out))     # never re-create a run folder removed mid-run
         dest.parent.mkdir(parents=True, exist_ok=True)
         old = self.tmp / f".old-{uuid.uuid4().hex[:8]}"
         for d in (dest, *map(Path, also_remove)):
@@ -356,26 +374,60 @@ class Run:
                 "ok_per_min": round(self.ok / self.seconds * 60, 2) if self.seconds and n else None,
                 "failures": dict(causes.most_common(8))}
 
-# %% ../nbs/04b_runs.ipynb #da8dd34a
+# %% ../nbs/04b_runs.ipynb #7f7414c4
+def _running_in(folder) -> list:
+    "Live processes of this host (zombies and this one aside) whose command line names a path inside `folder`."
+    import psutil
+    mark, me = str(Path(folder).resolve()) + os.sep, os.getpid()
+    return [p for p in psutil.process_iter(["cmdline", "status"]) if p.pid != me
+            and p.info["status"] != psutil.STATUS_ZOMBIE and any(mark in a for a in p.info["cmdline"] or ())]
+
+def _end(procs, timeout=5.0) -> list:
+    "SIGKILL `procs` and their children, then wait until each is gone or a zombie, at most `timeout` s -> those still alive."
+    import psutil
+    family = []
+    for p in procs:
+        try: family += [p, *p.children(recursive=True)]
+        except psutil.Error: pass
+    for p in family:
+        try: p.kill()
+        except psutil.Error: pass
+    def alive(p):
+        try: return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error: return False
+    end = time.monotonic() + timeout
+    while (left := [p for p in family if alive(p)]) and time.monotonic() < end: time.sleep(0.05)
+    return left
+
 def stale_tmp(tmp_root: Path) -> None:
-    "Remove temp folders of processes on this host that are gone (a SIGKILLed run leaves its folder behind)."
+    "Remove the temp folders of this host's processes that are gone, ending first whatever still runs on one (see above)."
     import psutil
     for d in tmp_root.glob(f"{HOST}-*-*"):
         try: pid = int(d.name[len(HOST) + 1:].split("-")[0])
         except ValueError: continue
-        if not psutil.pid_exists(pid): shutil.rmtree(d, ignore_errors=True)
+        if psutil.pid_exists(pid): continue
+        _end(_running_in(d))
+        shutil.rmtree(d, ignore_errors=True)
 
-def plan_units(units, key, out, shard=None, limit=0) -> tuple:
-    "(units to run, how many are already done): this shard's units, minus those with a line, at most `limit`."
+# %% ../nbs/04b_runs.ipynb #da8dd34a
+def finished_keys(out, retry_failed=False) -> set:
+    "Keys not to run again: those with a line in `out`; with `retry_failed`, only those whose latest line is not a failure."
+    if not retry_failed: return done_keys(out)
+    return {k for k, r in latest(read_results(out)).items() if r.get("ok") is not False}   # a grade error (None): --regrade
+
+def plan_units(units, key, out, shard=None, limit=0, retry_failed=False) -> tuple:
+    "(units to run, how many are already done): this shard's units, minus the finished ones, with `limit` counting the folder's."
     units = [u for u in units if in_shard(key(u), shard)]
-    done = done_keys(out)
+    done, tried = finished_keys(out, retry_failed), done_keys(out)
     seen, todo = set(), []
     for u in units:
         k = key(u)
         if k in done or k in seen: continue        # a key listed twice runs once
         seen.add(k); todo.append(u)
     skipped = len(units) - len(todo)
-    return (todo[:limit] if limit else todo), skipped
+    if limit:                                  # N units of these in the folder: those with a line already count
+        todo = todo[:max(0, limit - len({key(u) for u in units} & tried - {key(u) for u in todo}))]
+    return todo, skipped
 
 class _Progress:
     "A progress bar with ok / failed counts; failures are printed above it with their cause."
@@ -421,7 +473,7 @@ async def _local(todo, run_one, key, fields, ctx, record):
             except Exception as e:          # noqa: BLE001  a server that will not start fails this unit, not the run
                 record(unit_line({"cause": f"MiniWeb server: {describe(e)}"}, key(u), u, fields, i, time.time()))
                 continue
-            w = Worker(i, base, ctx["out"], ctx["tmp"], ctx["headless"], ctx["options"], kept[i])
+            w = Worker(i, base, ctx["out"], ctx["tmp"], ctx["headless"], ctx["options"], kept[i], guard_out=True)
             record(await guarded(run_one, u, key(u), w, ctx["timeout"], fields))
     try: await asyncio.gather(*(work(i) for i in range(len(servers))))
     finally:
@@ -442,7 +494,7 @@ class RayWorker:
 
     def run(self, run_one, unit, key, timeout, fields=None) -> dict:
         base = self.server.ensure() if self.server else None
-        w = Worker(self.index, base, self.out, self.tmp, self.headless, self.options, self.kept)
+        w = Worker(self.index, base, self.out, self.tmp, self.headless, self.options, self.kept, guard_out=True)
         return self.loop.run_until_complete(guarded(run_one, unit, key, w, timeout, fields))
 
     def stop(self):
@@ -504,15 +556,35 @@ def _ray(todo, run_one, key, fields, ctx, record):
 # %% ../nbs/04b_runs.ipynb #07b5c3be
 BACKENDS = ("local", "ray")
 
+def ready_out(out) -> Path:
+    "`out` as a folder this process can write runs into (made when missing); RunRefused in one line when it cannot be."
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except FileExistsError: raise RunRefused(f"--out {out}: a file is there, not a folder") from None
+    except NotADirectoryError: raise RunRefused(f"--out {out}: a part of the path is a file, not a folder") from None
+    except OSError as e: raise RunRefused(f"--out {out}: cannot write there ({e.strerror or e})") from None
+    return out
+
+class OutRemoved(RunRefused):
+    "The run folder went away while the run was writing into it."
+
+def still_there(out: Path) -> None:
+    "OutRemoved when `out` (or its manifest) is gone: the run stops instead of re-creating part of the folder."
+    if not (out / "manifest.json").is_file(): raise OutRemoved(f"--out {out} was removed during the run: stopped")
+
 def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], fields=None, workers=None,
               ports=None, timeout=None, backend="local", ray_address=None, shard=None, limit=0, headless=True,
               options=None, settings=None, args=None, models=(), force=False, progress=True, desc=None,
-              keep_browsers=True, tmp_root=None, miniweb=True) -> Run:
+              keep_browsers=True, tmp_root=None, miniweb=True, retry_failed=False) -> Run:
     "Run every unit not yet done in `out` on `workers` workers (see above) -> the session's Run."
     config.setup_env()
     if backend not in BACKENDS: raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     out, shard = Path(out), parse_shard(shard)
-    out.mkdir(parents=True, exist_ok=True)
+    ready_out(out)
     workers = max(1, workers or config.DEFAULT_WORKERS)
     ports = list(ports or [])[:workers]
     ports += [None] * (workers - len(ports))            # a worker without a port of its own gets a free one
@@ -522,7 +594,7 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
                    "shard": f"{shard[0]}/{shard[1]}" if shard else None, "workers": workers}
         index = open_manifest(out, manifest, session, force)
         _close_torn_line(out / RESULTS)
-        todo, skipped = plan_units(list(units), key, out, shard, limit)
+        todo, skipped = plan_units(list(units), key, out, shard, limit, retry_failed)
         tmp_root = Path(tmp_root) if tmp_root else out / "_tmp"
         tmp_root.mkdir(parents=True, exist_ok=True)
         stale_tmp(tmp_root)
@@ -531,6 +603,7 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
         bar = _Progress(len(todo), desc or runner, progress)
         results, t0 = [], time.perf_counter()
         def record(res):
+            still_there(out)                           # a folder removed mid-run stops the run, not re-created in part
             append_jsonl(out / RESULTS, res)
             results.append(res)
             bar.update(res)
@@ -545,7 +618,7 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
             try: tmp_root.rmdir()                      # when no other process has a folder there
             except OSError: pass
             run = Run(out, results, len(todo), skipped, time.perf_counter() - t0)
-            close_manifest(out, index, ok=run.ok, failed=run.failed, skipped=skipped)
+            if (out / "manifest.json").exists(): close_manifest(out, index, ok=run.ok, failed=run.failed, skipped=skipped)
     return run
 
 # %% ../nbs/04b_runs.ipynb #dc140884
@@ -562,14 +635,16 @@ async def fetch_title(unit, worker) -> dict:
 
 # %% ../nbs/04b_runs.ipynb #3d9ec4dc
 def add_run_options(p, workers=None, ports=None, timeout=None, out_help=None, timeout_help=None):
-    "--out --workers --ports --seed --limit --headful --timeout --backend --ray-address --shard --force --sites-dir --new-browser-per-unit."
+    "--out --workers --ports --seed --limit --retry-failed --headful --timeout --backend --ray-address --shard --force --sites-dir --new-browser-per-unit."
     # with out_help, --out has a default the runner picks (the help says which); without, it is required
     p.add_argument("--out", required=out_help is None, default=None, help=out_help or "the run folder")
     p.add_argument("--workers", type=int, default=workers or config.DEFAULT_WORKERS, help="units running at once (a browser and a MiniWeb server each)")
     p.add_argument("--ports", type=config.ports_arg, default=list(ports or config.DEFAULT_PORTS),
                    help="MiniWeb server ports, one per worker (a worker without one gets a free port)")
     p.add_argument("--seed", type=int, default=0, help="seed of the draw")
-    p.add_argument("--limit", type=int, default=0, help="run at most N units not yet done (0: all)")
+    p.add_argument("--limit", type=int, default=0, help="at most N units in the folder, those already there included (0: all)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="run again the units whose latest line is a failure (a browser that would not start, a server that died, ...)")
     p.add_argument("--headful", action="store_true", help="show the browser windows")
     p.add_argument("--timeout", type=float, default=timeout, help=timeout_help or "seconds one unit may take before it fails")
     p.add_argument("--backend", choices=BACKENDS, default="local", help="local: workers in this process; ray: Ray actors")
@@ -585,7 +660,7 @@ def run_kwargs(args) -> dict:
     "The run_units keywords of parsed shared options."
     return dict(workers=args.workers, ports=args.ports, limit=args.limit, headless=not args.headful,
                 timeout=args.timeout, backend=args.backend, ray_address=args.ray_address, shard=args.shard,
-                force=args.force, keep_browsers=not args.new_browser_per_unit)
+                force=args.force, keep_browsers=not args.new_browser_per_unit, retry_failed=args.retry_failed)
 
 def use_sites_dir(args) -> None:
     "--sites-dir reaches every site reader, and the server processes, through WEBMIX_SITES_DIR."
@@ -594,6 +669,9 @@ def use_sites_dir(args) -> None:
         if not d.is_dir(): raise SystemExit(f"--sites-dir {args.sites_dir}: no such folder")
         prev = os.environ.get("WEBMIX_SITES_DIR")
         os.environ["WEBMIX_SITES_DIR"] = os.pathsep.join([str(d), *([prev] if prev else [])])
+        from webmix.miniweb import SpecError, load_sites
+        try: load_sites()                          # a broken spec stops here, before any server or browser starts
+        except SpecError as e: raise RunRefused(f"--sites-dir {args.sites_dir}: {e}") from None
 
 # %% ../nbs/04b_runs.ipynb #7bffaa73
 def option(default, help: str, deciding=True, **flag):
