@@ -334,11 +334,11 @@ def test_a_grader_that_fails_keeps_the_episode_as_success_unknown_and_regrade_gr
     assert (ep / "grade_inputs.json").exists() and (ep / "episode.json").exists() and (ep / "final.png").exists()
     df = E.load_results(out)
     table = E.success_table(df)
-    assert table.loc["grade errors", "base"] == "1" and table.loc["all", "base"] == E.MISSING     # neither a pass nor a fail
-    assert E.tally(df) == {f"base/{r['family']}": {"ok": 0, "episodes": 0, "grade_errors": 1}}
+    assert table.loc["not graded", "base"] == "1" and table.loc["all", "base"] == E.MISSING     # neither a pass nor a fail
+    assert E.tally(df) == {f"base/{r['family']}": {"ok": 0, "episodes": 0, "not_graded": 1}}
     # a grader that still fails leaves it a grade error; one that answers grades it
     broken = [{**task[0].to_dict(), "verifier": {"macros": ["not", "a", "mapping"]}}]
-    assert E.regrade(broken, out) == {"grade_errors": 1, "changed": 0}
+    assert E.regrade(broken, out) == {"not_graded": 1, "changed": 0}
     with ScriptedServer("YES: the answer gives the count.") as judge:
         monkeypatch.setenv("WEBMIX_JUDGE_MODEL", "judge")
         monkeypatch.setenv("WEBMIX_JUDGE_URL", judge.base_url)

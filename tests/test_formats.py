@@ -1,6 +1,7 @@
 """webmix.formats: the JSON Schemas of webmix's files against what the code really writes: every task generated for
-every site, and the task.json, trajectory.json and results.jsonl of a tiny datagen run in Chromium."""
-import copy, json
+every site, the task.json, trajectory.json and results.jsonl of a tiny datagen run in Chromium, and each runner's
+typed result line (its pydantic model) against the hand-written schema of its results.jsonl."""
+import copy, importlib, json
 
 import jsonschema
 import pytest
@@ -116,6 +117,100 @@ def test_result_lines_need_the_engine_fields_and_a_cause():
     assert F.problems("result_plan_data", {**chain, "via": ["page", "home"]}) == ["via/0: 'page' is not of type 'null'"]
 
 
+# results lines: each runner's model (the line it makes) against its hand-written schema
+
+LINE_MODELS = {"result_datagen": ("webmix.datagen", "DatagenLine"), "result_plan_data": ("webmix.plan_data", "ChainLine"),
+               "result_online": ("webmix.online", "OnlineLine"), "result_evaluate": ("webmix.evaluate", "EvalLine")}
+BOUNDS = ("pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
+          "minItems", "maxItems")
+JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
+
+
+def line_model(kind):
+    module, name = LINE_MODELS[kind]
+    return getattr(importlib.import_module(module), name)
+
+
+def _shape(p) -> dict:
+    """What a property's schema allows, in one form for a pydantic model's schema and a hand-written one: its JSON
+    types, the values its enum or const allows (None: any value of those types), its bounds, and the same of its
+    items (an array's) and of its values (an object's)."""
+    types, values, bounds, items, more = set(), set(), set(), None, None
+    for b in p.get("anyOf") or p.get("oneOf") or [p]:
+        t = b.get("type")
+        declared = set(t if isinstance(t, list) else [t]) if t else set()
+        if "enum" in b or "const" in b:
+            vals = b["enum"] if "enum" in b else [b["const"]]
+            types |= declared or {JSON_TYPES[type(v)] for v in vals}
+            if values is not None: values |= {json.dumps(v) for v in vals}
+        else:
+            types |= declared
+            if declared == {"null"}:
+                if values is not None: values.add("null")
+            else: values = None                         # a branch that takes any value of its types
+        bounds |= {(k, json.dumps(b[k])) for k in BOUNDS if k in b}
+        if isinstance(b.get("items"), dict): items = _shape(b["items"])
+        if isinstance(b.get("additionalProperties"), dict): more = _shape(b["additionalProperties"])
+    return {"types": sorted(types), "values": sorted(values) if values is not None else None, "bounds": sorted(bounds),
+            "items": items, "values of": more}
+
+
+def disagreements(model, schema) -> list:
+    """Where a runner's line model and its line's JSON Schema differ ([] when they agree): the model's fields plus the
+    engine's ($defs/engine) are the schema's properties plus the engine's; a field one requires the other requires
+    (or the engine does); a property both declare allows the same types, values and bounds in both; an engine field
+    the model declares allows no type the engine's does not."""
+    engine = schema["$defs"]["engine"]
+    theirs, eng, mine = schema["properties"], engine["properties"], model.model_json_schema()["properties"]
+    fields = set(model.model_fields)
+    required = {k for k, f in model.model_fields.items() if f.is_required()}
+    out = [f"{k}: in the model, not in the schema" for k in sorted(fields - set(theirs) - set(eng))]
+    out += [f"{k}: in the schema, not in the model" for k in sorted(set(theirs) - fields - set(eng))]
+    out += [f"{k}: required by the schema, not by the model"
+            for k in sorted(set(schema.get("required", [])) - required - set(engine["required"]))]
+    out += [f"{k}: required by the model, not by the schema"
+            for k in sorted(required - set(schema.get("required", [])) - set(engine["required"]))]
+    for k in sorted(fields):
+        got = _shape(mine[k])
+        if k in theirs and got != (want := _shape(theirs[k])): out.append(f"{k}: the model allows {got}, the schema {want}")
+        elif k not in theirs and k in eng and not set(got["types"]) <= set(_shape(eng[k])["types"]):
+            out.append(f"{k}: the model allows {got['types']}, the engine {_shape(eng[k])['types']}")
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(LINE_MODELS))
+def test_each_runners_line_model_agrees_with_its_schema(kind):
+    model = line_model(kind)
+    assert disagreements(model, F.schema(kind)) == []
+    assert model.model_config.get("extra") == "forbid" and model.__doc__
+    assert [k for k, f in model.model_fields.items() if not f.description] == []
+    assert model.model_json_schema()["title"] == F.schema(kind)["title"]
+
+
+def test_a_field_added_to_the_model_or_the_schema_alone_is_a_disagreement():
+    from pydantic import Field, create_model
+    online = F.schema("result_online")
+    model = line_model("result_online")
+    wider = create_model("Wider", __base__=model, note=(str, Field(None, description="A new field.")))
+    assert disagreements(wider, online) == ["note: in the model, not in the schema"]
+    s = copy.deepcopy(online)
+    s["properties"]["note"] = {"title": "Note", "description": "A new field.", "type": "string"}
+    s["properties"]["status"]["enum"].append("skipped")
+    s["properties"]["steps"]["minimum"] = 1
+    s["required"].append("bench")
+    got = disagreements(model, s)
+    assert [g.split(":")[0] for g in got] == ["note", "bench", "status", "steps"], got
+    assert "required by the schema" in got[1] and "'\"skipped\"'" in got[2] and "minimum" in got[3]
+    s = copy.deepcopy(F.schema("result_datagen"))
+    s["properties"]["start_kind"]["enum"] = ["fresh"]                      # an enum narrowed on one side
+    s["properties"]["answer"]["type"] = "string"                           # null no longer allowed
+    assert [g.split(":")[0] for g in disagreements(line_model("result_datagen"), s)] == ["answer", "start_kind"]
+    s = copy.deepcopy(F.schema("result_plan_data"))
+    s["properties"]["via"]["items"]["enum"] = [None, "page"]               # inside an array's items
+    s["properties"]["timing"]["additionalProperties"]["type"] = "integer"  # inside an object's values
+    assert [g.split(":")[0] for g in disagreements(line_model("result_plan_data"), s)] == ["timing", "via"]
+
+
 def test_check_jsonl_skips_a_torn_last_line(tmp_path):
     line = {"task_id": "shop-log_out-0123456789", "site": "shop", "macro": "log_out", "family": "Navigation",
             "ok": True, "cause": None, "duration_s": 3.2, "worker": 0, "t": 1.7e9, "pid": 12, "host": "h"}
@@ -161,4 +256,10 @@ def test_a_real_runs_result_lines_and_manifest_validate(run):
     out, pick = run
     assert F.check_jsonl("result_datagen", out / "results.jsonl") == []
     assert F.problems("manifest", json.loads((out / "manifest.json").read_text())) == []
-    assert len((out / "results.jsonl").read_text().splitlines()) == len(pick)
+    lines = [json.loads(l) for l in (out / "results.jsonl").read_text().splitlines()]
+    assert len(lines) == len(pick)
+    model = line_model("result_datagen")
+    for line in lines:                              # the runner's part of each line is its model, dumped as it was made
+        mine = {k: v for k, v in line.items() if k in model.model_fields}
+        assert model(**mine).model_dump(exclude_unset=True) == mine
+        assert set(line) - set(mine) <= set(F.schema("result_datagen")["$defs"]["engine"]["properties"])

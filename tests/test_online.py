@@ -313,7 +313,8 @@ def test_hints_that_json_escapes_and_dict_hints_and_their_echoes_leave_no_trace(
         assert any(h in s for b, _ in sent for s in strings_of(b["messages"]))
         assert any(f"Noted: {h}" in s for s in strings_of(sent[1][0]["messages"]))
         # what the online runner's detector says of the rows as they were sent: the hint is there
-        assert O.hint_in([{"messages": b["messages"], "target": json.dumps(r)} for b, r in sent], tasks[0 if tid == "esc-1" else 1], tasks[0 if tid == "esc-1" else 1]["hint"])
+        task = O.online_task(next(t for t in tasks if t["task_id"] == tid))
+        assert O.hint_in([{"messages": b["messages"], "target": json.dumps(r)} for b, r in sent], task, task.hint)
         ep = tmp_path / "out" / tid
         rows = [json.loads(l) for l in (ep / "rows" / "rows.jsonl").read_text().splitlines()]
         assert [r["op"] for r in rows] == ["scroll", "done"]
@@ -322,8 +323,7 @@ def test_hints_that_json_escapes_and_dict_hints_and_their_echoes_leave_no_trace(
         for rec in records:
             assert not [s for s in strings_of(rec) if h in s or "PRIV-" in s], (tid, rec)
         # the task stays, and so does what the model said around the hint
-        task = next(t for t in tasks if t["task_id"] == tid)
-        assert any(task["confirmed_task"] in s for s in strings_of(rows[0]["messages"]))
+        assert any(task.confirmed_task in s for s in strings_of(rows[0]["messages"]))
         assert json.loads(rows[0]["target"])["memory"].startswith("Noted: ")
         assert json.loads(rows[1]["target"])["action"][0]["done"]["text"] == "Answer: "
         assert any("Noted: " in s for s in strings_of(rows[1]["messages"]))

@@ -156,7 +156,8 @@ def history_actions(hist) -> list:
 def grade(task, g) -> tuple:
     "(ok, detail) of an episode from its grade inputs `g` alone: its task's own grade, unless it timed out or has none."
     if g.get("timed_out"): return False, f"timed out after {g['timed_out']:g}s: not graded"
-    if g.get("error"): return False, f"no grade inputs: {g['error']}"
+    if g.get("error"): return None, f"not graded: no grade inputs ({g['error']})"[:300]      # the browser or server died
+    if g.get("model_error"): return None, f"not graded: the model server failed ({g['model_error']})"[:300]
     ok, detail = as_task(task).grade(g)
     return ok, str(detail)[:300]
 
@@ -224,7 +225,8 @@ class EvalLine(BaseModel):
     family: str = Field(description="The family its success counts under (Task.success_family).")
     kind: str = Field(description="The task's kind: datagen, human or proposed.")
     repeat: int = Field(ge=0, description="Which of the task's --repeats episodes this is (0 without repeats).")
-    ok: bool | None = Field(None, description="Graded a success; null: a grade error, success unknown (--regrade grades it again).")
+    ok: bool | None = Field(None, description="Graded a success; null: not graded, success unknown (a grade error, which --regrade "
+                                              "grades again, or the model server failed, which --retry-failed runs again).")
     detail: str | None = Field(None, description="The grade's detail (the check or verifier's words, at most 300 characters).")
     cause: str | None = Field(None, description="Why the episode is not a success, in one line; null when it is one.")
     steps: int | None = Field(None, ge=0, description="Agent steps the episode took (every specialist's, for agent_planner).")
@@ -234,11 +236,13 @@ class EvalLine(BaseModel):
     gates: int | None = Field(None, ge=0, description="Premature dones the router turned into macro_done (--gate-done).")
     screenshots: int | None = Field(None, ge=0, description="Screenshots saved as screen_N.png.")
     grade_error: str | None = Field(None, description="The grader's failure, when grading raised (ok is then null).")
+    model_error: str | None = Field(None, description="The model server's failure the agent stopped on (ok is then null).")
+    reply_error: str | None = Field(None, description="The model's last reply that was not a valid step, when the agent stopped on it.")
     planner_steps: int | None = Field(None, ge=0, description="agent_planner: the planner's own turns.")
     rows: int | None = Field(None, ge=0, description="--record-rows: the rows written from the episode.")
     unsaved: dict[str, str] | None = Field(None, description="Files that would not save, with their causes.")
     regraded: bool | None = Field(None, description="In results_regraded.jsonl: the grade is --regrade's.")
-    trace: str | None = Field(None, description="The end of the traceback when the unit raised.")
+    trace: str = Field(None, description="The end of the traceback when the unit raised.")
 
 def line_schema() -> dict:
     "The JSON Schema of an evaluation result line: EvalLine's fields, and the run engine's fragment every result_*.json shares."
@@ -327,8 +331,11 @@ def episode_cause(task, ok, detail, g, grade_error=None) -> str | None:
     "Why an episode is not a success, in one line (None when it is one)."
     if ok: return None
     if grade_error: return f"grade error: {grade_error}"[:300]
+    if g.get("model_error"): return f"model server failed: {g['model_error']}"[:300]
+    if g.get("error"): return f"no grade inputs: {g['error']}"[:300]
     if g.get("timed_out"): return f"timeout after {g['timed_out']:g}s"
     if as_task(task).judged: return "pending: judge"
+    if g.get("reply_error"): return f"not graded a success: the model's replies were not valid steps ({g['reply_error']}); {detail}"[:300]
     return f"not graded a success: {detail}"[:300]
 
 def _save(unsaved: dict, name: str, write, failed=None):
@@ -342,6 +349,7 @@ async def run_episode(unit, worker) -> dict:
     "One episode of `unit` on the worker's server (see above) -> its result line."
     o, task, key = worker.options, unit["task"], unit_key(unit)
     ep, res, kept, seen, held = worker.stage(key), {"arm": o.arm, "ok": False}, [], [], {}
+    H.CHAT_FAILURES.set(failures := [])                # this episode's model calls note their failures here
     async with worker.browser() as bs:
         page = H.BrowserPage(bs, worker.base)
         prompt, start = await task.prepare(page)
@@ -367,6 +375,9 @@ async def run_episode(unit, worker) -> dict:
             g = {"base": worker.base, "answer": answer, "seen": seen, "actions": history_actions(hist), "error": runs.describe(e)}
         await final_screenshot(bs, ep / "final.png")
     if timed_out: g["timed_out"] = timed_out
+    elif failures and H.stopped_on_failure(histories(hist)[-1]):      # the agent gave up on failed model calls
+        kind, what = failures[-1]
+        g["model_error" if kind == "server" else "reply_error"] = what
     unsaved = {}                                       # from here on nothing that fails loses the episode
     _save(unsaved, "grade_inputs.json", lambda: (ep / "grade_inputs.json").write_text(json.dumps(g, default=str)))
     ok, detail, grade_error = grade_episode(task, g)
@@ -375,6 +386,8 @@ async def run_episode(unit, worker) -> dict:
                models=[t.get("model") for t in router.trace], gates=sum(bool(t.get("gated")) for t in router.trace),
                screenshots=_save(unsaved, "screen_N.png", lambda: _save_screenshots(hist, ep), 0))   # a timed-out one's too
     if grade_error: res["grade_error"] = grade_error
+    for k in ("model_error", "reply_error"):
+        if g.get(k): res[k] = g[k]
     H.drop_agent_folders(*held_agents(held))           # their screenshots are saved now
     _save(unsaved, "trace.json", lambda: (ep / "trace.json").write_text(json.dumps(router.trace, indent=1, default=str)))
     _save(unsaved, "history.json", lambda: hist.save_to_file(ep / "history.json"))
@@ -481,25 +494,25 @@ def load_results(out):
 MISSING = "-"           # a table cell no episode stands behind
 
 def outcome(ok) -> str:
-    "A line's outcome by its `ok`: 'ok', 'failed', or 'grade error' (None, or pandas' NaN for it: success unknown)."
-    if ok is None or (isinstance(ok, float) and ok != ok): return "grade error"
+    "A line's outcome by its `ok`: 'ok', 'failed', or 'not graded' (None, or pandas' NaN for it: success unknown)."
+    if ok is None or (isinstance(ok, float) and ok != ok): return "not graded"
     return "ok" if bool(ok) else "failed"
 
 def graded(df):
-    "The lines of `df` with a grade (a grade error has none)."
-    return df[df["ok"].map(outcome) != "grade error"] if len(df) else df
+    "The lines of `df` with a grade (one not graded has none)."
+    return df[df["ok"].map(outcome) != "not graded"] if len(df) else df
 
 def _ok_of(g) -> str: return f"{int(g.astype(bool).sum())}/{len(g)}"
 
 def success_table(df):
-    "Success ('ok/graded') by family x arm with each arm's total; MISSING where an arm has no episode; grade errors a row of their own."
+    "Success ('ok/graded') by family x arm with each arm's total; MISSING where an arm has no episode; those not graded a row of their own."
     import pandas as pd
     arms, done = sorted(set(df["arm"])), graded(df)
     cells = done.groupby(["family", "arm"])["ok"].agg(_ok_of).to_dict() if len(done) else {}
     rows = {f: {a: cells.get((f, a), MISSING) for a in arms} for f in sorted({f for f, _ in cells})}
     rows["all"] = {a: _ok_of(done["ok"][done["arm"] == a]) if (done["arm"] == a).any() else MISSING for a in arms}
-    errors = Counter(df["arm"][df["ok"].map(outcome) == "grade error"])
-    if errors: rows["grade errors"] = {a: str(errors[a]) for a in arms}
+    errors = Counter(df["arm"][df["ok"].map(outcome) == "not graded"])
+    if errors: rows["not graded"] = {a: str(errors[a]) for a in arms}
     out = pd.DataFrame.from_dict(rows, orient="index", columns=arms)
     out.index.name, out.columns.name = "family", "arm"
     return out
@@ -522,29 +535,30 @@ def _causes(lines, n=5) -> str:
     return "; ".join(f"{c} ({k})" for c, k in Counter(str(c)[:120] for c in lines["cause"]).most_common(n))
 
 def run_summary(df) -> str:
-    "What a run prints at its end (see above): episodes, units that failed without one and grade errors, with causes; the tables."
+    "What a run prints at its end (see above): episodes, units that failed without one and those not graded, with causes; the tables."
     started = df[df["steps"].notna()] if "steps" in df else df.iloc[:0]
-    before, errors = df.drop(started.index), df[df["ok"].map(outcome) == "grade error"]
+    before, errors = df.drop(started.index), df[df["ok"].map(outcome) == "not graded"]
     head = f"{len(started)} episode{'s' * (len(started) != 1)}"
     if len(before): head += f", {len(before)} failed without an episode: {_causes(before)}"
-    if len(errors): head += f"; {len(errors)} not graded (grade errors, --regrade grades them again): {_causes(errors)}"
+    if len(errors): head += (f"; {len(errors)} not graded (a grade error: --regrade grades it again; the model server failed: "
+                             f"--retry-failed runs it again): {_causes(errors)}")
     tables = [success_table(df), by_site(df), effort(df)] if len(started) else []
     return "\n\n".join([head] + [t.to_string() for t in tables if t.size])
 
 def tally(df) -> dict:
-    "{arm/family: {ok, episodes graded, grade_errors}}."
+    "{arm/family: {ok, episodes graded, not_graded}}."
     if not len(df): return {}
     out = {}
     for (a, f), g in df.groupby(["arm", "family"]):
         kinds = Counter(g["ok"].map(outcome))
-        out[f"{a}/{f}"] = {"ok": kinds["ok"], "episodes": kinds["ok"] + kinds["failed"], "grade_errors": kinds["grade error"]}
+        out[f"{a}/{f}"] = {"ok": kinds["ok"], "episodes": kinds["ok"] + kinds["failed"], "not_graded": kinds["not graded"]}
     return out
 
 # %% ../nbs/11_evaluate.ipynb #1c524420
-REGRADE_COUNTS = {"ok": "ok", "failed": "failed", "grade error": "grade_errors"}
+REGRADE_COUNTS = {"ok": "ok", "failed": "failed", "not graded": "not_graded"}
 
 def regrade(tasks, out) -> dict:
-    "Grade every episode of `out` again from its saved inputs (see above) -> {ok, failed, grade_errors (those there are), changed}."
+    "Grade every episode of `out` again from its saved inputs (see above) -> {ok, failed, not_graded (those there are), changed}."
     out, by_id = Path(out), {t.task_id: t for t in map(as_task, tasks)}
     counts, changed, lines = Counter(), 0, []
     for key, r in runs.latest(runs.read_results(out)).items():
@@ -583,7 +597,7 @@ def _evaluate_cmd(args):
     except TaskFileError as e: raise SystemExit(f"webmix evaluate: {e}")
     if args.regrade:
         r = regrade(tasks, args.regrade)
-        print(f"regraded {args.regrade}: {r.get('ok', 0)} ok, {r.get('failed', 0)} failed, {r.get('grade_errors', 0)} grade errors "
+        print(f"regraded {args.regrade}: {r.get('ok', 0)} ok, {r.get('failed', 0)} failed, {r.get('not_graded', 0)} not graded "
               f"({r['changed']} changed) -> {Path(args.regrade) / 'results_regraded.jsonl'}")
         return 0
     try: opts = runs.options_of(EvalOptions, args)           # --timeout is the run options' (add_run_options)

@@ -7,21 +7,23 @@ backend reads, the extra actions (macro_done, drag, draw, clipboard), scripted a
 __all__ = ['BROWSER_USE_IMPORT_ENV', 'DEAD', 'VIEWPORT', 'SESSION_COOKIE', 'QUIET_ARGS', 'LOOPBACK_ARGS', 'NORMALIZED',
            'ROUTER_NOTES', 'QUIET_PREFS', 'NOT_A_HOST', 'VISIBLE_TEXT', 'RECORDER_WORLD', 'RECORDER_BINDING',
            'RECORDER_JS', 'RANGE_THUMB_PX', 'JS_ACTIONS', 'CLICK_QUIET_S', 'CLICK_WAIT_S', 'DOWNLOAD_GRACE_S',
-           'CLICK_PAUSES', 'PACED_VERSION', 'KEEP_UNITS', 'AGENT_KWARGS', 'chromium_args', 'dies_with_parent',
-           'HarnessSession', 'watch_downloads', 'make_session', 'browser_processes', 'close_session', 'is_loopback',
-           'loopback_only', 'net_log_hosts', 'goto', 'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state',
-           'session_flags', 'start_url', 'open_session', 'new_miniweb_session', 'prepare', 'session_evidence',
-           'BrowserPage', 'Recorder', 'recorder_setup', 'start_recorder', 'record_tab', 'flush_recorder',
-           'playwright_session', 'playwright_session_sync', 'enable_clipboard', 'has_screenshot', 'screenshot_png',
-           'with_screenshot', 'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized',
-           'element_index', 'element_box', 'viewport_css', 'is_slider', 'point_on', 'clamp_into', 'element_points',
-           'stroke', 'Point', 'DragAction', 'DrawAction', 'PasteAction', 'drag_end', 'make_tools', 'NetworkWatch',
-           'settled', 'settle_clicks', 'pace_clicks', 'fresh_state', 'do_not_keep', 'clear_clipboard', 'KeptBrowser',
-           'browser', 'ScriptedChat', 'make_llm', 'drop_agent_folders', 'instruction']
+           'CLICK_PAUSES', 'PACED_VERSION', 'KEEP_UNITS', 'CHAT_FAILURES', 'AGENT_KWARGS', 'chromium_args',
+           'dies_with_parent', 'HarnessSession', 'watch_downloads', 'make_session', 'browser_processes',
+           'close_session', 'is_loopback', 'loopback_only', 'net_log_hosts', 'goto', 'evaluate', 'seen', 'session_id',
+           'admin_get', 'backend_state', 'session_flags', 'start_url', 'open_session', 'new_miniweb_session', 'prepare',
+           'session_evidence', 'BrowserPage', 'Recorder', 'recorder_setup', 'start_recorder', 'record_tab',
+           'flush_recorder', 'playwright_session', 'playwright_session_sync', 'enable_clipboard', 'has_screenshot',
+           'screenshot_png', 'with_screenshot', 'use_normalized_coordinates', 'viewport_size', 'to_pixels',
+           'to_normalized', 'element_index', 'element_box', 'viewport_css', 'is_slider', 'point_on', 'clamp_into',
+           'element_points', 'stroke', 'Point', 'DragAction', 'DrawAction', 'PasteAction', 'drag_end', 'make_tools',
+           'NetworkWatch', 'settled', 'settle_clicks', 'pace_clicks', 'fresh_state', 'do_not_keep', 'clear_clipboard',
+           'KeptBrowser', 'browser', 'ScriptedChat', 'make_llm', 'chat_failure', 'stopped_on_failure',
+           'drop_agent_folders', 'instruction']
 
 # %% ../nbs/04_harness.ipynb #baaaf972
 import asyncio, base64, inspect, ipaddress, json, os, shlex, shutil, subprocess, sys, tempfile, threading, time
 from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -1100,10 +1102,41 @@ class ScriptedChat:
         return ChatInvokeCompletion(completion=output_format.model_validate(reply), usage=None)
 
 def make_llm(name: str, base_url: str, temperature: float = 0.0, max_tokens: int = 1024):
-    "browser-use's ChatOpenAI for an OpenAI-compatible server; `name` is the served model (or LoRA adapter)."
+    "browser-use's ChatOpenAI for an OpenAI-compatible server; `name` is the served model (or LoRA adapter); its failures noted."
     from browser_use.llm.openai.chat import ChatOpenAI     # here: the openai SDK is a third of this module's import
-    return ChatOpenAI(model=name, base_url=base_url, api_key=openai_key(), temperature=temperature,
-                      max_completion_tokens=max_tokens, frequency_penalty=None, reasoning_models=[], max_retries=2)
+    llm = ChatOpenAI(model=name, base_url=base_url, api_key=openai_key(), temperature=temperature,
+                     max_completion_tokens=max_tokens, frequency_penalty=None, reasoning_models=[], max_retries=2)
+    llm.ainvoke = _noting_failures(llm.ainvoke)
+    return llm
+
+# %% ../nbs/04_harness.ipynb #c4f1e2a1
+CHAT_FAILURES: ContextVar = ContextVar("webmix_chat_failures", default=None)   # the running episode's [(kind, what)]
+
+def chat_failure(e) -> tuple | None:
+    "('server', what) when the model server failed, ('reply', what) when the model's reply was not the JSON asked for; else None."
+    import openai
+    from pydantic import ValidationError
+    cause = e.__cause__ or e
+    what = f"{type(cause).__name__}: {' '.join(str(cause).split())[:200]}"
+    if isinstance(cause, (openai.APIConnectionError, openai.APIStatusError, openai.APIResponseValidationError, json.JSONDecodeError)):
+        return "server", what
+    if isinstance(cause, ValidationError): return "reply", what
+    if getattr(e, "status_code", None) == 502: return "server", what       # browser-use's "a completion without choices"
+    return None
+
+def _noting_failures(ainvoke):
+    "`ainvoke` that notes each failed call in the running episode's CHAT_FAILURES, then raises it on."
+    async def call(*args, **kw):
+        try: return await ainvoke(*args, **kw)
+        except Exception as e:
+            if (box := CHAT_FAILURES.get()) is not None and (f := chat_failure(e)): box.append(f)
+            raise
+    return call
+
+def stopped_on_failure(history) -> bool:
+    "Whether a browser-use history ends on a step whose model call failed (no model output) and the agent never said done."
+    steps = getattr(history, "history", None) or []
+    return bool(steps) and steps[-1].model_output is None and not history.is_done()
 
 # %% ../nbs/04_harness.ipynb #948ec6d9
 AGENT_KWARGS = dict(use_vision=True, use_judge=False, message_compaction=False, enable_signal_handler=False,

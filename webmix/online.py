@@ -5,25 +5,30 @@ task on its live website, saved in the layout WebJudge reads, polite pacing per 
 
 # %% auto #0
 __all__ = ['BENCHES', 'FIELDS', 'REQUIRED', 'NOT_ACTIONS', 'PLANNER_SKIP', 'ELEMENT_ATTRS', 'EPISODE_MARGIN_S', 'ARMS',
-           'ADAPTERS', 'OPTION_NAMES', 'load_tasks', 'element_text', 'action_line', 'step_record', 'ordered_steps',
-           'trajectory', 'saved_trajectory', 'site_of', 'Pacer', 'by_turns', 'staging_root', 'failed_root', 'hint_text',
-           'acting_text', 'act', 'cut_short', 'without_hint', 'hint_in', 'save_episode', 'write_online_rows', 'play',
-           'run_online_episode', 'default_pace_dir', 'OnlineOptions', 'served_models', 'unit_fields', 'status_table',
-           'run_online', 'add_online_cli']
+           'ADAPTERS', 'OPTION_NAMES', 'online_task', 'load_tasks', 'element_text', 'action_line', 'step_record',
+           'ordered_steps', 'trajectory', 'saved_trajectory', 'Pacer', 'by_turns', 'staging_root', 'failed_root',
+           'hint_text', 'acting_text', 'act', 'cut_short', 'without_hint', 'hint_in', 'save_episode',
+           'write_online_rows', 'ended_as', 'unreachable', 'play', 'run_online_episode', 'OnlineLine',
+           'default_pace_dir', 'OnlineOptions', 'served_models', 'unit_fields', 'status_table', 'run_online',
+           'add_online_cli']
 
 # %% ../nbs/12_online.ipynb #66a91215
-import asyncio, fcntl, json, os, re, shutil, time
+import asyncio, fcntl, json, os, re, shutil, socket, time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from . import runs
 from .llm import require_served
 from . import harness as H
 from .agent import DEFAULT_VERSION, VERSIONS, item_actions
 from .config import check_folder_name, data_dir, json_lines, short
-from .evaluate import (DEFAULT_BASE_NAME, TaskFileError, episode_rows, final_screenshot, histories,
+from .records import MAX_INSTRUCTION, OnlineTask, TaskFileError, as_task, site_of
+from .evaluate import (DEFAULT_BASE_NAME, episode_rows, final_screenshot, histories,
                              held_agents, load_results, partial_history, record_requests, sub_model)
 
 # %% ../nbs/12_online.ipynb #84b782ba
@@ -46,8 +51,8 @@ def _json_list(text, path) -> list:
         pos = dec.raw_decode(text, pos)[1]
     return out
 
-def _task(bench, item, where) -> dict:
-    "One task in the common shape, its fields checked; TaskFileError naming the field the file calls it by."
+def _task(bench, item, where) -> OnlineTask:
+    "One task in the common shape (a `records.OnlineTask`), its fields checked; TaskFileError naming the field the file calls it by."
     if not isinstance(item, dict): raise TaskFileError(f"{where}: a task is a JSON object, not {type(item).__name__}")
     names = FIELDS[bench]
     missing = [names[k] for k in REQUIRED[bench] if item.get(names[k]) in (None, "")]
@@ -59,7 +64,12 @@ def _task(bench, item, where) -> dict:
     u = urlsplit(t["website"]) if isinstance(t["website"], str) else None
     if u is None or u.scheme not in ("http", "https") or not u.hostname:
         raise TaskFileError(f"{where}: {names['website']} {t['website']!r} is not an http(s) address to start on")
-    return t
+    return online_task(t, where)
+
+def online_task(t, where="task") -> OnlineTask:
+    "A task in the common shape (its JSON object, or an OnlineTask already) as an OnlineTask; TaskFileError naming `where`."
+    if isinstance(t, dict): t = {"kind": "online", "instruction": t.get("confirmed_task"), **t}
+    return as_task(t, where, ("online",))
 
 def load_tasks(path, bench="om2w") -> list:
     "The tasks of an Online-Mind2Web (`om2w`) or WebVoyager (`webvoyager`) task file, in one shape (see above)."
@@ -69,6 +79,7 @@ def load_tasks(path, bench="om2w") -> list:
     try: text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e: raise TaskFileError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     items = _json_list(text, path) if bench == "om2w" else list(json_lines(text, path, TaskFileError))
+    if not items: raise TaskFileError(f"{path}: no tasks in the file")
     return [_task(bench, item, f"{path}, line {n}") for n, item in items]
 
 # %% ../nbs/12_online.ipynb #60ee1419
@@ -146,12 +157,6 @@ def saved_trajectory(files) -> tuple:
     return actions, thoughts
 
 # %% ../nbs/12_online.ipynb #1ee0c2f2
-def site_of(url) -> str:
-    "The website of a URL as pacing counts them: host and port, lower case, without `www.`."
-    u = urlsplit(url)
-    host = (u.hostname or "").removeprefix("www.")
-    return f"{host}:{u.port}" if u.port else host
-
 class Pacer:
     "At most one episode per site at a time among the processes sharing `folder`, `cooldown` s apart (see above)."
     def __init__(self, folder, cooldown=120.0, poll=1.0):
@@ -195,7 +200,7 @@ class Pacer:
 def by_turns(tasks) -> list:
     "The tasks reordered to alternate between websites (each site's own order kept)."
     queues = {}
-    for t in tasks: queues.setdefault(site_of(t["website"]), []).append(t)
+    for t in tasks: queues.setdefault(site_of(t.website), []).append(t)
     out = []
     while queues:
         for s in list(queues):
@@ -217,24 +222,24 @@ def hint_text(hint) -> str:
 def acting_text(task, hint=None) -> str:
     "What the agent is asked: the confirmed task, and the privileged hint after it when there is one."
     h = hint_text(hint)
-    return task["confirmed_task"].strip() + (f"\n\n{h}" if h else "")
+    return task.confirmed_task.strip() + (f"\n\n{h}" if h else "")
 
 async def act(task, o, bs, held, kept, hint=None) -> dict:
     "Run the arm's agent on the open website -> {hists, planner, answer, done}; `held` gets the agents as they start."
     if o.arm == "agent":
         from webmix.agent import run_planner_agent
         pick = lambda family: sub_model(family, o.adapters, o.model, o.fallback)
-        hist, trace, ph = await run_planner_agent(bs, task["confirmed_task"], task["website"], pick, o.vllm, o.planner_name,
+        hist, trace, ph = await run_planner_agent(bs, task.confirmed_task, task.website, pick, o.vllm, o.planner_name,
                                                   temperature=o.temperature, version=o.agent_version, expose=held,
                                                   budget=o.max_steps, turns=o.planner_turns)
         held["trace"] = trace
         return {"hists": histories(hist), "planner": ph, "answer": hist.final_result(), "done": bool(ph.is_done())}
     llm = H.make_llm(o.model, o.vllm, temperature=o.temperature)
     if o.record_rows: record_requests(llm, kept)
-    agent = held["agent"] = H.Agent(task=H.instruction(acting_text(task, hint), task["website"]), llm=llm, browser_session=bs,
+    agent = held["agent"] = H.Agent(task=H.instruction(acting_text(task, hint), task.website), llm=llm, browser_session=bs,
                                     tools=H.make_tools(), max_failures=3, directly_open_url=False, **H.AGENT_KWARGS)
     H.use_normalized_coordinates(bs)
-    h = await agent.run(max_steps=task.get("max_steps") or o.max_steps, on_step_start=lambda a: H.enable_clipboard(bs, a))
+    h = await agent.run(max_steps=task.field("max_steps") or o.max_steps, on_step_start=lambda a: H.enable_clipboard(bs, a))
     return {"hists": [h], "planner": None, "answer": h.final_result(), "done": bool(h.is_done())}
 
 def cut_short(held) -> dict:
@@ -255,7 +260,7 @@ def without_hint(obj, task, hint):
     task-and-hint text is the task alone, and every other copy of the hint (an echo: the model repeating it in its
     memory, its next goal or an action's text) is gone; a string holding JSON is walked decoded. The task's own text
     is left whole, should the hint be part of it."""
-    full, bare, h = acting_text(task, hint), task["confirmed_task"].strip(), hint_text(hint)
+    full, bare, h = acting_text(task, hint), task.confirmed_task.strip(), hint_text(hint)
     def walk(x):
         if isinstance(x, dict): return {k: walk(v) for k, v in x.items()}
         if isinstance(x, list): return [walk(v) for v in x]
@@ -288,7 +293,7 @@ def save_episode(ep: Path, task, got: dict, o, status: str, error=None, hint=Non
     if final.exists(): os.replace(final, traj / f"{len(shots)}_full_screenshot.png")
     answer = got["answer"] or ""
     (ep / "result.json").write_text(json.dumps({
-        "task_id": task["task_id"], "task": task["confirmed_task"], "final_result_response": answer,
+        "task_id": task.task_id, "task": task.confirmed_task, "final_result_response": answer,
         "action_history": actions, "thoughts": thoughts, "status": status, "error": error}, indent=1, ensure_ascii=False))
     for i, h in enumerate(got["hists"]):
         try: h.save_to_file(ep / f"history_{i}.json")
@@ -303,24 +308,45 @@ def save_episode(ep: Path, task, got: dict, o, status: str, error=None, hint=Non
 # %% ../nbs/12_online.ipynb #9113d768
 def write_online_rows(ep: Path, task, o, kept, hint=None) -> dict:
     "The episode's agent steps as rows in ep/rows/, the hint and its echoes stripped from prompts and replies -> {rows, hint_left}."
-    meta = {"instruction": task["confirmed_task"], "start_url": task["website"], "source": f"online:{o.bench}"}
+    meta = {"instruction": task.confirmed_task, "start_url": task.website, "source": f"online:{o.bench}"}
     if hint_text(hint): kept = [without_hint(st, task, hint) for st in kept]
-    n = episode_rows(ep / "rows", task["task_id"], kept, meta)
+    n = episode_rows(ep / "rows", task.task_id, kept, meta)
     rows = [json.loads(line) for line in (ep / "rows" / "rows.jsonl").read_text().splitlines() if line.strip()]
     return {"rows": n, "hint_left": hint_in(rows, task, hint)}
 
 # %% ../nbs/12_online.ipynb #0c6b93e8
+def ended_as(got, failures) -> tuple:
+    """(status, error) of an episode whose agent ended: done or stopped; an error when it stopped because the model
+    server failed (harness.chat_failure), and stopped with the reason when the model's own replies were not valid steps."""
+    status = "done" if got["done"] else "stopped"
+    last = [h for h in (got.get("planner"), *got["hists"][-1:]) if h is not None]
+    if status == "done" or not failures or not any(H.stopped_on_failure(h) for h in last): return status, None
+    kind, what = failures[-1]
+    if kind == "server": return "error", f"model server failed: {what}"
+    return status, f"the model's replies were not valid steps ({what})"    # the model's own failure: the judge scores it
+
+def unreachable(url, timeout=5.0) -> str | None:
+    "Why the website of `url` does not take a connection, or None when it does."
+    u = urlsplit(url)
+    port = u.port or (443 if u.scheme == "https" else 80)
+    try: socket.create_connection((u.hostname, port), timeout=timeout).close()
+    except OSError as e: return f"{u.hostname}:{port}: {e.strerror or type(e).__name__}"
+    return None
+
 async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
     "Run one episode of `task` into the folder `ep` -> {status, error, ...} (see above); raises only when cancelled."
     held, kept, got, final = {}, [], None, False
-    hint = task.get(o.hint_field) if o.hint_field else None
+    hint = task.field(o.hint_field) if o.hint_field else None
     status, error = "error", None
+    H.CHAT_FAILURES.set(failures := [])                # this episode's model calls note their failures here
     try:
         async with H.browser(None, headless=headless, online=True, run_dir=run_dir) as bs:
             try:
-                await H.goto(bs, task["website"])
+                await task.prepare(H.BrowserPage(bs, None))
                 got = await asyncio.wait_for(act(task, o, bs, held, kept, hint), o.timeout)
-                status = "done" if got["done"] else "stopped"
+                status, error = ended_as(got, failures)
+                if status != "error" and (down := await asyncio.to_thread(unreachable, task.website)):
+                    status, error = "error", f"website unreachable: {down}"      # a site outage, not the agent's doing
             except asyncio.TimeoutError: status, error = "timeout", f"timeout after {o.timeout:g}s"
             except Exception as e: error = runs.describe(e)       # noqa: BLE001  the episode still says what it has
             final = await final_screenshot(bs, ep / "final.png")
@@ -337,11 +363,11 @@ async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
 async def run_online_episode(task, worker) -> dict:
     "The engine's unit: one paced episode of `task` (see above) -> its result line's fields."
     o, out = worker.options, Path(worker.out)
-    loopback = H.is_loopback(urlsplit(task["website"]).hostname)
+    loopback = H.is_loopback(urlsplit(task.website).hostname)
     pacer = Pacer(o.pace_dir, 0.0 if loopback else o.pace_cooldown)
     asked = time.time()
-    async with pacer.hold(site_of(task["website"])):
-        started, ep = time.time(), worker.stage(task["task_id"])
+    async with pacer.hold(site_of(task.website)):
+        started, ep = time.time(), worker.stage(task.task_id)
         try: res = await asyncio.wait_for(play(task, o, ep, worker.headless, worker.tmp / "_browsers"), o.timeout + EPISODE_MARGIN_S)
         except BaseException as e:
             shutil.rmtree(ep, ignore_errors=True)
@@ -350,12 +376,42 @@ async def run_online_episode(task, worker) -> dict:
             raise
         ended = time.time()
     failed = res["status"] == "error"
-    places = [out / task["task_id"], failed_root(out) / task["task_id"]]    # a forced rerun replaces either
+    places = [out / task.task_id, failed_root(out) / task.task_id]    # a forced rerun replaces either
     dest = worker.place(ep, places[failed], places[not failed])
     cause = None if res["status"] in ("done", "stopped") else res["error"]
-    return {"ok": cause is None, "cause": cause, "bench": o.bench, "arm": o.arm, **res,
+    line = {"ok": cause is None, "cause": cause, "bench": o.bench, "arm": o.arm, **res,
             "folder": str(dest.relative_to(out.parent)), "waited_s": round(started - asked, 2),
             "started": round(started, 3), "ended": round(ended, 3)}
+    return OnlineLine(**{**unit_fields(task), **line}).model_dump(exclude_unset=True)   # typed: a stray field raises here
+
+# %% ../nbs/12_online.ipynb #7b6ceb7a
+class OnlineLine(BaseModel):
+    "One line of an online run's results.jsonl (one Online-Mind2Web or WebVoyager episode), without the run engine's fields (see above)."
+    model_config = ConfigDict(extra="forbid", title="An online benchmark result line (one line of <out>/results.jsonl)")
+    website: str = Field(pattern=r"^https?://", description="The task's website: where the episode started.")
+    site: str = Field(min_length=1, description="The website as pacing counts sites: host and port, without www.")
+    level: str | None = Field(description="Online-Mind2Web's level (easy, medium, hard), or WebVoyager's site name; "
+                                          "null when the task file has none.")
+    ok: bool = Field(None, description="Whether the episode ran to its end (done or stopped).")
+    cause: str | None = Field(None, description="Why a timed-out or failed episode ended (its error); null otherwise.")
+    bench: Literal["om2w", "webvoyager"] = Field(
+        None, description="The benchmark of the task file: om2w (Online-Mind2Web) or webvoyager.")
+    arm: Literal["base", "agent"] = Field(
+        None, description="base: one agent on the base model; agent: the planner agent with family specialists.")
+    status: Literal["done", "stopped", "timeout", "error"] = Field(None, description="As in the episode's result.json.")
+    error: str | None = Field(None, description="Why a timed-out or failed episode ended, or why a stopped one stopped when its "
+                                                "model's replies were not valid steps; null otherwise.")
+    steps: int = Field(None, ge=0, description="History items of every agent of the episode.")
+    actions: int = Field(None, ge=0, description="Lines in result.json's action_history.")
+    screenshots: int = Field(None, ge=0, description="Files in trajectory/ (the final page's included).")
+    answer: str | None = Field(None, description="The final answer, shortened to 500 characters; null when none.")
+    final_screenshot: bool = Field(None, description="Whether the final page's screenshot was taken.")
+    rows: int = Field(None, ge=0, description="--record-rows: training rows written in <task_id>/rows/.")
+    hint_left: bool = Field(None, description="--record-rows with --hint-field: whether hint text is still in a row (never expected).")
+    folder: str = Field(None, description="The episode's folder, relative to the run folder's parent.")
+    waited_s: float = Field(None, ge=0, description="Seconds the episode waited for its website (pacing).")
+    started: float = Field(None, description="Unix time the episode took its website.")
+    ended: float = Field(None, description="Unix time the episode let its website go.")
 
 # %% ../nbs/12_online.ipynb #39b02019
 ARMS = ("base", "agent")
@@ -398,7 +454,7 @@ def served_models(o) -> list:
     if o.arm == "base": return [o.model]
     return list(dict.fromkeys([o.planner_name, o.model, *o.adapters, *([o.fallback] if o.fallback else [])]))
 
-def unit_fields(task) -> dict: return {"website": task["website"], "site": site_of(task["website"]), "level": task.get("level")}
+def unit_fields(task) -> dict: return {"website": task.website, "site": site_of(task.website), "level": task.level}
 
 def status_table(df):
     "Episodes of each status by level and website, with totals."
@@ -410,6 +466,7 @@ def status_table(df):
 def run_online(tasks, out, progress=True, args=None, **kw):
     "Run every task not yet done in `out` (see above); `kw`: OnlineOptions' fields, then run_units options. -> the engine's Run."
     o = OnlineOptions(**{k: v for k, v in kw.items() if k in OPTION_NAMES})
+    tasks = [online_task(t, f"task {i + 1} of {len(tasks)}") for i, t in enumerate(tasks)]
     engine = {k: v for k, v in kw.items() if k not in OPTION_NAMES and k != "keep_browsers"}
     run = runs.run_units(by_turns(tasks), run_online_episode, out, runner="online", fields=unit_fields, timeout=None,
                          options=o, settings=runs.deciding_settings(o), args=args or {"tasks": len(tasks)},
@@ -427,11 +484,14 @@ def _online_tasks(args) -> list:
     try: tasks = load_tasks(args.tasks, args.bench)
     except TaskFileError as e: raise SystemExit(f"webmix online: {e}")
     if args.task_ids:
-        unknown = sorted(set(args.task_ids) - {t["task_id"] for t in tasks})
+        unknown = sorted(set(args.task_ids) - {t.task_id for t in tasks})
         if unknown: raise SystemExit(f"webmix online: --task-ids: {', '.join(unknown[:5])} not in {args.tasks}")
-        tasks = [t for t in tasks if t["task_id"] in set(args.task_ids)]
-    if args.hint_field and not any(t.get(args.hint_field) not in (None, "") for t in tasks):
+        tasks = [t for t in tasks if t.task_id in set(args.task_ids)]
+    if args.hint_field and not any(t.field(args.hint_field) not in (None, "") for t in tasks):
         raise SystemExit(f"webmix online: --hint-field {args.hint_field}: no task in {args.tasks} has that field")
+    if args.hint_field and (big := next((t for t in tasks if len(hint_text(t.field(args.hint_field))) > MAX_INSTRUCTION), None)):
+        raise SystemExit(f"webmix online: --hint-field {args.hint_field}: task {big.task_id}'s hint is longer than "
+                         f"{MAX_INSTRUCTION:,} characters (the prompt's limit)")
     return tasks
 
 def _online_cmd(args):

@@ -6,13 +6,16 @@ model, each specialist a replay of its part, kept only when every part's gate pa
 # %% auto #0
 __all__ = ['VERSION', 'EXECUTOR', 'HOME_STEP', 'MERGE_ASK', 'FINAL_ASK', 'default_out', 'merge_all', 'template_memory',
            'PlannerScript', 'ScriptedTeam', 'site_name', 'chain_steps', 'validate_chain', 'chain_fields', 'run_chain',
-           'summarize', 'run_plan_data', 'cli_plan_data', 'add_plan_data_cli']
+           'ChainLine', 'summarize', 'run_plan_data', 'cli_plan_data', 'add_plan_data_cli']
 
 # %% ../nbs/09_plan_data.ipynb #f87993bd
 import asyncio, json, math, re, shutil, time
 from collections import Counter
 from pathlib import Path
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from . import harness as H
 from . import agent as PA
@@ -306,7 +309,39 @@ async def run_chain(chain, worker) -> dict:
         (tmp / "error.txt").write_text(str(res["cause"]) + "\n")
     worker.place(tmp, worker.out / (cid if res["ok"] else f"_failed/{cid}"), worker.out / (f"_failed/{cid}" if res["ok"] else cid))
     res["timing"] = {k: round(v, 3) for k, v in timing.items()}
-    return res
+    return ChainLine(**res).model_dump(exclude_unset=True)     # typed: a stray field or a wrong type raises here
+
+# %% ../nbs/09_plan_data.ipynb #973b80fb
+class ChainLine(BaseModel):
+    "One line of a plan-data run's results.jsonl (one chain), without the run engine's fields (see above)."
+    model_config = ConfigDict(extra="forbid", title="A plan-data result line (one line of <out>/results.jsonl)")
+    site: str = Field(min_length=1, description="The chain's site.")
+    parts: list[str] = Field(min_length=1, description="The task ids of the kept trajectories the chain joins, in order.")
+    via: list[Literal["page", "home"] | None] = Field(
+        min_length=1, description="How each part follows the one before: null for the first, 'page' when it starts where "
+                                  "the previous one ended, 'home' when a trip home comes first.")
+    task_id: str = Field(None, pattern=r"^plan-[A-Za-z0-9_-]+-[0-9a-f]{10}$",
+                         description="The chain's id (the engine's key): plan-<site>-<10 hex digits of a hash of its parts>.")
+    ok: bool = Field(None, description="Whether the chain's rows are kept: every part's gate passed, every scripted step "
+                                       "ran, the rows validate and no memory model call failed.")
+    cause: str | None = Field(None, description="Why the chain failed (a memory model's fault, a failed gate, a script "
+                                                "not finished, the timeout, a crash); null when kept.")
+    turns: int = Field(None, ge=1, description="How many planner turns the script has (delegations and the final done); "
+                                               "absent when the chain failed before it ran.")
+    steps: int = Field(None, ge=0, description="How many delegations the script has (parts plus trips home); absent when "
+                                               "the chain failed before it ran.")
+    instruction_by: Literal["merged", "joined"] = Field(
+        None, description="'merged' (one request an LLM wrote) or 'joined' (the parts' instructions joined).")
+    detail: str = Field(None, description="Every part's gate detail, joined by ' | ' (up to 300 characters).")
+    timing: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        None, description="Seconds by phase: browser, specialists, replay, planner ({} when the chain failed before any; "
+                          "absent from a line the engine wrote for a chain that raised).")
+
+    @field_validator("via")
+    @classmethod
+    def _first_follows_nothing(cls, v):
+        if v[0] is not None: raise ValueError("the first part follows no other: its via is null")
+        return v
 
 # %% ../nbs/09_plan_data.ipynb #13f06bdb
 def summarize(run) -> dict:

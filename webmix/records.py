@@ -11,7 +11,7 @@ __all__ = ['MAX_INSTRUCTION', 'SEVERAL', 'UPLOAD_BYTES', 'KINDS', 'TaskFileError
 # %% ../nbs/03b_records.ipynb #e6bdb4b0
 import json
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import ClassVar, Literal, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -211,8 +211,11 @@ class OnlineTask(Task):
     site: str = ""                          # the website's host (site_of), when the file does not say
     website: str
     confirmed_task: str
-    level: Any = None
+    level: str | None = None                # Online-Mind2Web's level, WebVoyager's site name
 
+    @field_validator("level", mode="before")
+    @classmethod
+    def _level_text(cls, v): return None if v is None else str(v)     # a file's numeric level, as text
     def model_post_init(self, _):
         if not self.site: self.site = site_of(self.website)
 

@@ -411,9 +411,9 @@ def stale_tmp(tmp_root: Path) -> None:
 
 # %% ../nbs/04b_runs.ipynb #da8dd34a
 def finished_keys(out, retry_failed=False) -> set:
-    "Keys not to run again: those with a line in `out`; with `retry_failed`, only those whose latest line is not a failure."
+    "Keys not to run again: those with a line in `out`; with `retry_failed`, only those whose latest line is a success."
     if not retry_failed: return done_keys(out)
-    return {k for k, r in latest(read_results(out)).items() if r.get("ok") is not False}   # a grade error (None): --regrade
+    return {k for k, r in latest(read_results(out)).items() if r.get("ok") is True}     # a failure, or not known to be none
 
 def plan_units(units, key, out, shard=None, limit=0, retry_failed=False) -> tuple:
     "(units to run, how many are already done): this shard's units, minus the finished ones, with `limit` counting the folder's."
@@ -447,7 +447,9 @@ class _Progress:
 def run_sync(coro):
     "Run a coroutine to its end from sync code, also where an event loop already runs (a notebook): then in a thread."
     try: asyncio.get_running_loop()
-    except RuntimeError: return asyncio.run(coro)
+    except RuntimeError: running = False
+    else: running = True
+    if not running: return asyncio.run(coro)           # outside the except: its tracebacks are the run's own, not this one's
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
 
@@ -644,7 +646,7 @@ def add_run_options(p, workers=None, ports=None, timeout=None, out_help=None, ti
     p.add_argument("--seed", type=int, default=0, help="seed of the draw")
     p.add_argument("--limit", type=int, default=0, help="at most N units in the folder, those already there included (0: all)")
     p.add_argument("--retry-failed", action="store_true",
-                   help="run again the units whose latest line is a failure (a browser that would not start, a server that died, ...)")
+                   help="run again the units whose latest line is not a success (a browser that would not start, a model server that failed, ...)")
     p.add_argument("--headful", action="store_true", help="show the browser windows")
     p.add_argument("--timeout", type=float, default=timeout, help=timeout_help or "seconds one unit may take before it fails")
     p.add_argument("--backend", choices=BACKENDS, default="local", help="local: workers in this process; ray: Ray actors")
