@@ -332,7 +332,8 @@ class ScriptedServer:
         server, self._server = self._server, None
         server.task_dispatcher.shutdown()
         # the loop sleeps in poll() up to its timeout: its trigger wakes it to close the sockets, so the port is free on return
-        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
+        try: server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
+        except OSError: wasyncore.close_all(server._map)     # a trigger already closed: its loop is over, close the rest here
         self._thread.join(5)
 
     def __enter__(self): return self.start()
