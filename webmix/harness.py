@@ -62,6 +62,7 @@ with _env_for_import(BROWSER_USE_IMPORT_ENV):
     from browser_use.llm.views import ChatInvokeCompletion
 from .config import ADMIN_TIMEOUT_S, CHROMIUM, MAX_STEPS, admin_headers, at_exit, setup_env   # runners use H.MAX_STEPS, H.Agent
 from .llm import openai_key
+from .records import datagen_flags
 
 # %% ../nbs/04_harness.ipynb #58325053
 DEAD = "http://127.0.0.1:9"
@@ -383,11 +384,8 @@ async def backend_state(bs, base: str):
 
 # %% ../nbs/04_harness.ipynb #f9abe347
 def session_flags(task: dict) -> dict:
-    "The /_admin/session-flags query of a task."
-    control = task.get("control") or {}
-    flags = dict(control.get("prep") or {})
-    if control.get("role") == "login": flags["logout"] = 1
-    return flags
+    "The /_admin/session-flags query of a datagen task (its JSON object): records.datagen_flags of its control."
+    return datagen_flags(task.get("control"))
 
 def start_url(base: str, task: dict) -> str:
     "The URL a task starts on, on the MiniWeb server `base`."

@@ -418,15 +418,15 @@ def finished_keys(out, retry_failed=False) -> set:
 def plan_units(units, key, out, shard=None, limit=0, retry_failed=False) -> tuple:
     "(units to run, how many are already done): this shard's units, minus the finished ones, with `limit` counting the folder's."
     units = [u for u in units if in_shard(key(u), shard)]
-    done, tried = finished_keys(out, retry_failed), done_keys(out)
+    done = finished_keys(out, retry_failed)
     seen, todo = set(), []
     for u in units:
         k = key(u)
         if k in done or k in seen: continue        # a key listed twice runs once
         seen.add(k); todo.append(u)
     skipped = len(units) - len(todo)
-    if limit:                                  # N units of these in the folder: those with a line already count
-        todo = todo[:max(0, limit - len({key(u) for u in units} & tried - {key(u) for u in todo}))]
+    if limit:                                  # N units of these in the folder: the finished ones count
+        todo = todo[:max(0, limit - len(done & {key(u) for u in units}))]
     return todo, skipped
 
 class _Progress:
