@@ -12,10 +12,10 @@ import argparse, json, random, sys, tempfile, time
 from pathlib import Path
 
 from webmix import config
-from webmix.datagen import run_datagen
-from webmix.pool import read_results
+from webmix.data.datagen import run_datagen
+from webmix.data.pool import read_results
 from webmix.runs import ray_init
-from webmix.tasks import all_tasks
+from webmix.data.tasks import all_tasks
 
 
 def measure(tasks, out, **engine) -> dict:

@@ -40,14 +40,14 @@ if root not in Path(webmix.__file__).resolve().parents:
     sys.exit(f"webmix imported from {webmix.__file__}, not from {root}")
 out = {"file": webmix.__file__}
 if mode == "probe":
-    from webmix.tasks import all_tasks
+    from webmix.data.tasks import all_tasks
     # a MiniWeb server is started as `python -c` with this process's env and cwd: the same import, checked here
     srv = subprocess.run([sys.executable, "-c", "import webmix; print(webmix.__file__)"], capture_output=True, text=True)
     out.update(server_file=srv.stdout.strip() or srv.stderr.strip()[-300:],
                tasks=all_tasks(sites=[spec["site"]], macros=None, per_control=1, seed=spec["seed"]))
 else:
-    from webmix.datagen import run_datagen
-    from webmix.miniweb import free_ports
+    from webmix.data.datagen import run_datagen
+    from webmix.world.miniweb import free_ports
     tasks = json.loads(Path(spec["tasks"]).read_text())
     t0 = time.perf_counter()
     run_datagen(spec["out"], tasks=tasks, workers=1, ports=free_ports(1), progress=False)

@@ -1,4 +1,4 @@
-"""chain_specs over a synthetic pool: webmix.chains' indexed sampler against a straightforward transcription of the
+"""chain_specs over a synthetic pool: webmix.data.chains' indexed sampler against a straightforward transcription of the
 reference loop (the reference system's plan_data.chain_specs), which scans every record of the site for every part it adds.
 
     python benchmarks/chains.py [--records 100000] [--chains 10000] [--reference-chains 1000]
@@ -11,8 +11,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from webmix.catalog import CHAIN_FIRST, MACROS, QA_MACROS
-from webmix.chains import chain_specs_from_records, follow
+from webmix.world.catalog import CHAIN_FIRST, MACROS, QA_MACROS
+from webmix.data.chains import chain_specs_from_records, follow
 
 
 def synthetic_site(rng, name, n_tables=6, n_pages=9, n_controls=40):
@@ -26,7 +26,7 @@ def synthetic_site(rng, name, n_tables=6, n_pages=9, n_controls=40):
 
 
 def synthetic_record(rng, i, site):
-    "A kept trajectory's record (see webmix.chains.record) for one task on one of the site's controls."
+    "A kept trajectory's record (see webmix.data.chains.record) for one task on one of the site's controls."
     c = rng.choice(site["controls"])
     start = site["home"] if rng.random() < 0.3 else c["page"]          # a third start home and walk to the control
     fresh = rng.random() < 0.9

@@ -1,6 +1,6 @@
 """Conformance of evaluation's grading, on webmix's scripted stand-in for a model (a simulator, not a model).
 
-Parts (each a `webmix.evaluate` run, base arm, no JavaScript offered, into its own folder under --out):
+Parts (each a `webmix.eval.evaluate` run, base arm, no JavaScript offered, into its own folder under --out):
 - datagen: every datagen task of the split's sites (`webmix tasks --split ...`), played as the drivers play them and
   graded by datagen's own gate: every site should pass at least 98%.
 - wrong_element: the same tasks with the `wrong_element` fault at 1: every step's element swapped for another listed
@@ -18,11 +18,11 @@ from pathlib import Path
 
 from webmix.config import setup_env
 setup_env()                                  # first: browser-use's offline settings (no telemetry) before it is imported
-from webmix import harness  # noqa: F401,E402  (before browser_use: the harness imports it with webmix's settings)
-from webmix.evaluate import human_tasks, load_results, run_evaluate  # noqa: E402
-from webmix.miniweb import free_ports  # noqa: E402
-from webmix.policy import serve_policy  # noqa: E402
-from webmix.tasks import split_tasks  # noqa: E402
+from webmix.agents import harness  # noqa: F401,E402  (before browser_use: the harness imports it with webmix's settings)
+from webmix.eval.evaluate import human_tasks, load_results, run_evaluate  # noqa: E402
+from webmix.world.miniweb import free_ports  # noqa: E402
+from webmix.eval.policy import serve_policy  # noqa: E402
+from webmix.data.tasks import split_tasks  # noqa: E402
 
 PARTS = ("datagen", "wrong_element", "human", "human_wrong")
 

@@ -14,11 +14,11 @@ import argparse, asyncio, json, random, statistics, sys, tempfile, time
 from pathlib import Path
 
 from webmix import config
-from webmix import harness as H
-from webmix.datagen import run_datagen
-from webmix.pool import kept, read_results
-from webmix.tasks import all_tasks
-from webmix.miniweb import Servers
+from webmix.agents import harness as H
+from webmix.data.datagen import run_datagen
+from webmix.data.pool import kept, read_results
+from webmix.data.tasks import all_tasks
+from webmix.world.miniweb import Servers
 
 MACROS = ["filter_by_dropdown", "filter_by_options", "sort_by_form", "switch_tab", "paginate", "search_by_text",
           "open_detail", "navigate_home", "open_menu_item", "enter_text", "select_field_option", "create_entry"]

@@ -18,7 +18,7 @@ import aiohttp
 from yarl import URL
 
 from webmix.config import admin_headers
-from webmix.miniweb import COOKIE, Servers, free_ports
+from webmix.world.miniweb import COOKIE, Servers, free_ports
 
 TARGET_P99_MS = 250.0
 DEADLINE = 300                                  # seconds a phase may take before the run reports what hangs
@@ -275,7 +275,7 @@ def report(res, errors):
 
 def profile(pages, posts, n=400, seed=0):
     "The same request mix through the WSGI app in-process (no network, one thread) under cProfile: the engine's own cost."
-    from webmix.miniweb import create_app
+    from webmix.world.miniweb import create_app
     app = create_app()
     rng = random.Random(seed)
     c = app.test_client()

@@ -16,9 +16,9 @@ import psutil
 from pathlib import Path
 
 from webmix import config
-from webmix import plan_data as P
-from webmix.chains import chain_specs
-from webmix.pool import pool_items
+from webmix.data import plan_data as P
+from webmix.data.chains import chain_specs
+from webmix.data.pool import pool_items
 
 
 class CpuMeter:
@@ -52,7 +52,7 @@ class CpuMeter:
 def ensure_pool(runs: Path, ports) -> list:
     items = pool_items(None, runs=runs)
     if len(items) >= 8: return items
-    from webmix.datagen import run_datagen
+    from webmix.data.datagen import run_datagen
     print(f"no pool under {runs}: making one with datagen on the shop", flush=True)
     run_datagen(out=runs / "bench-pool", sites=["shop", "tracker"], per_control=1, seed=0, workers=2, ports=ports, limit=60)
     return pool_items(None, runs=runs)

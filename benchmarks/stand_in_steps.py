@@ -43,9 +43,9 @@ if root not in Path(webmix.__file__).resolve().parents:
     sys.exit(f"webmix imported from {webmix.__file__}, not from {root}")
 from webmix import config
 config.setup_env()                            # browser-use's offline settings before it is imported, as the CLI
-from webmix import harness                    # noqa: F401  (before browser_use, as the CLI's modules import it)
+from webmix.agents import harness                    # noqa: F401  (before browser_use, as the CLI's modules import it)
 from webmix.cli import MAIN_ARMS, parser
-from webmix.evaluate import human_tasks
+from webmix.eval.evaluate import human_tasks
 tid = lambda t: t["task_id"] if isinstance(t, dict) else t.task_id      # dicts before 14763e5, records after
 out = {"file": webmix.__file__, "annotations": str(config.annotations_dir().resolve())}
 if mode == "probe":
@@ -54,9 +54,9 @@ if mode == "probe":
     out.update(server_file=srv.stdout.strip() or srv.stderr.strip()[-300:], test_tasks=[tid(t) for t in human_tasks("test")],
                arms=MAIN_ARMS, main={k: main[k] for k in ("eval_tasks", "eval_premature", "seed", "workers", "headful")})
 else:
-    from webmix.evaluate import run_evaluate
-    from webmix.miniweb import free_ports
-    from webmix.policy import serve_policy
+    from webmix.eval.evaluate import run_evaluate
+    from webmix.world.miniweb import free_ports
+    from webmix.eval.policy import serve_policy
     tasks = human_tasks("test")[:spec["n"]]
     if [tid(t) for t in tasks] != spec["task_ids"]: sys.exit(f"tasks {[tid(t) for t in tasks]} are not {spec['task_ids']}")
     out["wall_s"] = {}

@@ -22,11 +22,11 @@ from collections import defaultdict
 from pathlib import Path
 
 from webmix import config
-from webmix import harness as H
-from webmix.datagen import run_datagen
-from webmix.miniweb import Servers, free_ports
-from webmix.pool import kept, read_results
-from webmix.tasks import all_tasks
+from webmix.agents import harness as H
+from webmix.data.datagen import run_datagen
+from webmix.world.miniweb import Servers, free_ports
+from webmix.data.pool import kept, read_results
+from webmix.data.tasks import all_tasks
 
 sys.path.insert(0, str(Path(__file__).parent))
 from datagen_throughput import NO_PLAYWRIGHT, harness_steps, redo   # noqa: E402
@@ -128,8 +128,8 @@ def profile_unit(task, out, prof_txt):
     from browser_use.dom.service import DomService
     from browser_use.browser.watchdogs.default_action_watchdog import DefaultActionWatchdog
     from browser_use.tools.service import Tools
-    import webmix.datagen as D
-    from webmix.drivers import Driver
+    import webmix.data.datagen as D
+    from webmix.data.drivers import Driver
     ph = Phases()
     for owner, attr, name in [
             (H, "make_session", "browser: make_session (profile folder, BrowserSession object)"),

@@ -1,4 +1,4 @@
-"""How long webmix.views takes to open a folder of 1,000 episodes (the list with its filters and the first episode shown).
+"""How long webmix.views.viewers takes to open a folder of 1,000 episodes (the list with its filters and the first episode shown).
 
     python benchmarks/views_load.py RUN_DIR [--n 1000]
 
@@ -8,7 +8,7 @@ import argparse, json, os, shutil, tempfile, time
 from pathlib import Path
 
 from webmix import runs
-from webmix import views as V
+from webmix.views.viewers import viewers as V
 
 
 def make_run(src: Path, n: int, dst: Path) -> Path:

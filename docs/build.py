@@ -3,7 +3,7 @@
 nbconvert renders the pages (JupyterLab's look, through the template in docs/templates/webmix). Nothing is executed:
 a page shows the outputs its notebook was saved with. Nothing is loaded from outside the site: plotly figures are
 drawn by the plotly.js that the installed plotly package ships (copied to _site/_static/), widget outputs show their
-HTML form (webmix.views' viewers carry a self-contained stepper), and the build fails if a page still names a script,
+HTML form (webmix.views.viewers' viewers carry a self-contained stepper), and the build fails if a page still names a script,
 style sheet or image elsewhere.
 
     python docs/build.py [--out _site] [--nbs nbs]
@@ -119,29 +119,49 @@ def modules_of(nbs) -> list:
     return out
 
 
+WINGS = {"": "Ground floor", "world": "World", "agents": "Agents", "data": "Data", "eval": "Evaluation", "views": "Views"}
+
+
+def notebooks(nbs_dir: Path) -> list:
+    "Every notebook, wing by wing as WINGS orders them (the ground floor's first, the CLI's last), each wing's in name order."
+    nbs = [p for p in nbs_dir.rglob("*.ipynb") if not any(s.startswith(".") for s in p.relative_to(nbs_dir).parts)]
+    def key(p):
+        wing = p.relative_to(nbs_dir).parent.as_posix().replace(".", "")
+        last = wing == "" and p.stem.startswith("9")          # the CLI sits on top of every wing
+        return (last, list(WINGS).index(wing) if wing in WINGS else len(WINGS), p.stem)
+    return sorted(nbs, key=key)
+
+
+def wing_of(p: Path, nbs_dir: Path) -> str:
+    wing = p.relative_to(nbs_dir).parent.as_posix().replace(".", "")
+    return WINGS.get(wing, wing) if not (wing == "" and p.stem.startswith("9")) else "Command line"
+
+
 def build(out: Path, nbs_dir: Path) -> list:
     t0 = time.time()
-    nbs = sorted(p for p in nbs_dir.glob("*.ipynb") if not p.name.startswith("."))
+    nbs = notebooks(nbs_dir)
     if out.exists(): shutil.rmtree(out)
     (out / "_static").mkdir(parents=True)
     import plotly
     shutil.copyfile(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", out / "_static" / "plotly.min.js")
     shutil.copyfile(ROOT / "docs" / "site.css", out / "_static" / "site.css")
-    pages = []                                             # (file, title, notebook)
+    pages = []                                             # (file, title, notebook, wing)
     for p in nbs:
         nb = nbformat.read(p, as_version=4)
-        if p.stem == "index":
+        if p.stem == "index" and p.parent == nbs_dir:
             if not nb.cells: nb = readme_notebook()
-            pages.insert(0, ("index.html", "Home", nb))
-        else: pages.append((p.stem + ".html", title_of(nb, p.stem), nb))
-    if not any(f == "index.html" for f, _, _ in pages): pages.insert(0, ("index.html", "Home", readme_notebook()))
-    pages.append(("api.html", "API reference", api_notebook(modules_of(nbs))))
+            pages.insert(0, ("index.html", "Home", nb, ""))
+        else: pages.append((p.stem + ".html", title_of(nb, p.stem), nb, wing_of(p, nbs_dir)))
+    if not any(f == "index.html" for f, *_ in pages): pages.insert(0, ("index.html", "Home", readme_notebook(), ""))
+    pages.append(("api.html", "API reference", api_notebook(modules_of(nbs)), ""))
     exporter = SiteExporter(template_name="webmix", extra_template_basedirs=[str(ROOT / "docs" / "templates")],
                             exclude_anchor_links=False)
     (out / "_static" / "lab.css").write_text(exporter.lab_css())
-    nav = [{"file": f, "title": t} for f, t, _ in pages]
+    nav, shown = [], set()
+    for f, t, _, wing in pages:                            # a wing's name heads its first page
+        nav.append({"file": f, "title": t, "wing": wing if wing and wing not in shown else ""}); shown.add(wing)
     bad = []
-    for f, title, nb in pages:
+    for f, title, nb, _ in pages:
         nb.metadata["title"] = f"{title} · webmix"
         nb.metadata.pop("widgets", None)                   # its state would need the widget manager from a CDN
         needs = prepare(nb)

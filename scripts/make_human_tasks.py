@@ -8,7 +8,7 @@ their passing episodes' rows (rejection sampling), and a verifier-graded run for
 the judge with. main() refuses a task that mixes the two sides.
 
 Every expected value (ids, names, counts, prices, dates) is computed here from the seeded data
-(webmix.miniweb.load_sites()[site].rows, through the engine's own list query), so re-running this script after a
+(webmix.world.miniweb.load_sites()[site].rows, through the engine's own list query), so re-running this script after a
 site-spec change keeps the tasks right; tests/test_human_tasks.py then replays each script.json in Chromium
 (a correct run must pass verify_task, the `wrong` variant must fail it).
 
@@ -21,9 +21,9 @@ from pathlib import Path
 
 from werkzeug.datastructures import MultiDict
 
-from webmix.catalog import MACROS
-from webmix.checks import grade_answer
-from webmix.miniweb import USER, list_query, load_sites, page_path
+from webmix.world.catalog import MACROS
+from webmix.world.checks import grade_answer
+from webmix.world.miniweb import USER, list_query, load_sites, page_path
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "annotations"
 SPLIT = json.loads((ROOT.parent / "site_split.json").read_text())

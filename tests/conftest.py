@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from webmix.config import setup_env
-from webmix.miniweb import Servers, free_ports
+from webmix.world.miniweb import Servers, free_ports
 
 setup_env()
 

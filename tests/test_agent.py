@@ -1,10 +1,10 @@
-"""webmix.agent end to end: a scripted planner delegating to scripted specialists on a live MiniWeb shop, in real
+"""webmix.agents.agent end to end: a scripted planner delegating to scripted specialists on a live MiniWeb shop, in real
 Chromium through real browser-use Agents (only the models are scripts). `base` is conftest.py's live server."""
 import asyncio
 
-from webmix import harness as H
-from webmix import agent as A
-from webmix.catalog import FAMILIES
+from webmix.agents import harness as H
+from webmix.agents import agent as A
+from webmix.world.catalog import FAMILIES
 
 PRODUCTS = "/sites/shop/products"
 BOOKS = {"delegate": {"family": "Discrete selection", "instruction": "filter products by category Books"}}

@@ -1,7 +1,7 @@
 """The grading evidence is out of the agent's reach: a model that attacks it instead of doing the task passes nothing.
 
-The attacker is `webmix.policy`'s scripted attacker behind its OpenAI-compatible server, playing real browser-use
-Agents in offline Chromium on a real MiniWeb server through `webmix.evaluate` (the base arm):
+The attacker is `webmix.eval.policy`'s scripted attacker behind its OpenAI-compatible server, playing real browser-use
+Agents in offline Chromium on a real MiniWeb server through `webmix.eval.evaluate` (the base arm):
 - `js`, with `allow_js` (browser-use's `evaluate` action offered), on every human-style task of both splits and every
   datagen task whose check is a gesture, an upload or a copy (one per site and macro): one script that reads every
   admin stream, posts forged clipboard entries and recorder events, fires synthetic clicks and a synthetic pointer
@@ -22,11 +22,11 @@ import asyncio, json
 
 import pytest
 
-from webmix import harness as H          # before browser_use: harness imports it with webmix's import-time settings
-from webmix.evaluate import human_tasks, load_results, run_evaluate
-from webmix.miniweb import free_ports
-from webmix.policy import ADMIN_PATHS, current_url, request_text, serve_policy
-from webmix.tasks import all_tasks
+from webmix.agents import harness as H          # before browser_use: harness imports it with webmix's import-time settings
+from webmix.eval.evaluate import human_tasks, load_results, run_evaluate
+from webmix.world.miniweb import free_ports
+from webmix.eval.policy import ADMIN_PATHS, current_url, request_text, serve_policy
+from webmix.data.tasks import all_tasks
 from test_policy import episode_steps
 
 EVIDENCE_MACROS = ("copy_to_clipboard", "reorder_by_drag", "draw_signature", "upload_file", "filter_by_slider")

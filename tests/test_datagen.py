@@ -1,4 +1,4 @@
-"""webmix.datagen end to end: tasks from the sitemaps, a real datagen run in Chromium that contacts nothing but
+"""webmix.data.datagen end to end: tasks from the sitemaps, a real datagen run in Chromium that contacts nothing but
 loopback, its kept trajectories, resume and pools; event checks graded from the recorder, by datagen's gate and by
 evaluate alike; the tasks file `webmix tasks` writes."""
 import asyncio, json, random
@@ -8,16 +8,17 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from webmix import harness as H          # before anything imports browser_use
-from webmix import checks, drivers as D
-from webmix import evaluate as E
-from webmix.catalog import FAMILY_OF, QA_MACROS, macros_for_control
+from webmix.agents import harness as H          # before anything imports browser_use
+from webmix.world import checks
+from webmix.data import drivers as D
+from webmix.eval import evaluate as E
+from webmix.world.catalog import FAMILY_OF, QA_MACROS, macros_for_control
 from webmix.config import split_of
-from webmix.datagen import run_datagen
-from webmix.pool import kept, read_results, write_pool
+from webmix.data.datagen import run_datagen
+from webmix.data.pool import kept, read_results, write_pool
 from webmix.records import as_task
-from webmix.tasks import all_tasks, make_tasks
-from webmix.miniweb import free_ports, load_sites, sitemap
+from webmix.data.tasks import all_tasks, make_tasks
+from webmix.world.miniweb import free_ports, load_sites, sitemap
 
 
 def one_per_macro(tasks, seed=1):
@@ -51,7 +52,7 @@ def run(tmp_path_factory):
 
 
 def test_the_run_covers_every_macro(run):
-    from webmix.catalog import MACROS
+    from webmix.world.catalog import MACROS
     assert {t["macro"] for t in run["tasks"]} == set(MACROS)
 
 
@@ -357,7 +358,7 @@ def _watch(stop, kills):
                 time.sleep(0.8)                          # mid-unit: the browser is up, the episode under way
                 if not kills: browsers[0].kill(); kills.append("chromium")
                 else:
-                    server = next(p for p in me.children(recursive=True) if "webmix.miniweb" in " ".join(p.cmdline()))
+                    server = next(p for p in me.children(recursive=True) if "webmix.world.miniweb" in " ".join(p.cmdline()))
                     server.kill(); kills.append("server")
         except (psutil.Error, StopIteration): pass     # a unit ended first: wait for the next browser
         time.sleep(0.05)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from webmix.miniweb import free_ports
+from webmix.world.miniweb import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -29,9 +29,9 @@ def site():
 def test_every_page_loads_offline_and_the_episode_viewer_steps(site):
     from playwright.sync_api import sync_playwright
     pages = sorted(p.name for p in site["dir"].glob("*.html"))
-    notebooks = sorted(p.stem for p in (ROOT / "nbs").glob("*.ipynb") if p.stem != "index")
+    notebooks = sorted(p.stem for p in (ROOT / "nbs").rglob("*.ipynb") if p.stem != "index")
     assert "index.html" in pages and "api.html" in pages and all(f"{n}.html" in pages for n in notebooks)
-    assert "webmix.views" in (site["dir"] / "api.html").read_text()
+    assert "webmix.views.viewers" in (site["dir"] / "api.html").read_text()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -46,7 +46,7 @@ def test_every_page_loads_offline_and_the_episode_viewer_steps(site):
         assert not errors, errors
         assert not outside, outside
         # the views page: a live EpisodeViewer without a kernel, and figures drawn by the site's own plotly.js
-        page.goto(f"{site['base']}/15_views.html", wait_until="load")
+        page.goto(f"{site['base']}/01_viewers.html", wait_until="load")
         viewer = page.locator(".wm-episode").first
         assert viewer.locator("img").first.get_attribute("src").startswith("data:image/jpeg")
         label, action = viewer.locator(".wm-label"), viewer.locator(".wm-action")

@@ -1,11 +1,11 @@
-"""webmix.evaluate end to end, against webmix's scripted OpenAI-compatible server (real openai client, browser-use,
+"""webmix.eval.evaluate end to end, against webmix's scripted OpenAI-compatible server (real openai client, browser-use,
 Chromium and MiniWeb): an oracle-arm run with done-gating and the router's note on human-style tasks, then its
 regrade from grade_inputs.json alone with the server stopped, and the CLI's one-line refusals."""
 import json, subprocess
 
-from webmix import evaluate as E
+from webmix.eval import evaluate as E
 from webmix.records import ProposedTask
-from webmix.llm import ScriptedServer
+from webmix.agents.llm import ScriptedServer
 
 MODELS = ["qwen35-4b", "drag", "io", "select", "rest", "reasoning", "pooled"]
 
@@ -81,7 +81,7 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path):
 def test_gating_rescues_premature_dones_and_rows_are_the_sent_requests(tmp_path):
     "On the scripted policy (a simulator) with premature dones: --gate-done passes more; a passing episode's rows are its requests."
     from webmix.formats import problems
-    from webmix.policy import serve_policy
+    from webmix.eval.policy import serve_policy
     tasks = E.human_tasks("test")[:4]
     ok = {}
     for gate in (False, True):
@@ -121,7 +121,7 @@ def test_killed_run_resumes_proposed_rows_timeouts_and_cancellation(tmp_path, mo
     import asyncio, time
     from test_datagen import _kill_group, _lines
     from webmix.formats import problems
-    from webmix.policy import ScriptedPolicy, serve_policy
+    from webmix.eval.policy import ScriptedPolicy, serve_policy
     tasks_file = tmp_path / "tasks.jsonl"
     ids = _proposed(tasks_file, 5)
     out = tmp_path / "run"

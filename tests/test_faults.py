@@ -26,14 +26,14 @@ import psutil
 import pytest
 from flask import Response, request
 
-from webmix import evaluate as E
-from webmix import online as O
-from webmix import taskgen as T
-from webmix.llm import ScriptedServer
-from webmix.miniweb import Servers, free_ports, port_free
-from webmix.policy import ScriptedPolicy, request_text, section
+from webmix.eval import evaluate as E
+from webmix.eval import online as O
+from webmix.eval import taskgen as T
+from webmix.agents.llm import ScriptedServer
+from webmix.world.miniweb import Servers, free_ports, port_free
+from webmix.eval.policy import ScriptedPolicy, request_text, section
 from webmix.runs import done_keys, latest, read_results, run_units
-from webmix.tasks import make_tasks
+from webmix.data.tasks import make_tasks
 
 from test_datagen import _lines
 

@@ -8,10 +8,10 @@ import pytest
 
 from webmix import formats as F
 from webmix.config import SCHEMAS_DIR
-from webmix.miniweb import free_ports
+from webmix.world.miniweb import free_ports
 
-try: from webmix.tasks import all_tasks                  # the task makers' module
-except ImportError: from webmix.datagen import all_tasks  # before datagen was split
+try: from webmix.data.tasks import all_tasks                  # the task makers' module
+except ImportError: from webmix.data.datagen import all_tasks  # before datagen was split
 
 MINE = ("task", "trajectory", "result_datagen", "result_plan_data")
 ENGINE = ["task_id", "ok", "cause", "duration_s", "worker", "t", "pid", "host"]
@@ -119,8 +119,8 @@ def test_result_lines_need_the_engine_fields_and_a_cause():
 
 # results lines: each runner's model (the line it makes) against its hand-written schema
 
-LINE_MODELS = {"result_datagen": ("webmix.datagen", "DatagenLine"), "result_plan_data": ("webmix.plan_data", "ChainLine"),
-               "result_online": ("webmix.online", "OnlineLine"), "result_evaluate": ("webmix.evaluate", "EvalLine")}
+LINE_MODELS = {"result_datagen": ("webmix.data.datagen", "DatagenLine"), "result_plan_data": ("webmix.data.plan_data", "ChainLine"),
+               "result_online": ("webmix.eval.online", "OnlineLine"), "result_evaluate": ("webmix.eval.evaluate", "EvalLine")}
 BOUNDS = ("pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
           "minItems", "maxItems")
 JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
@@ -228,7 +228,7 @@ def test_check_jsonl_skips_a_torn_last_line(tmp_path):
 
 @pytest.fixture(scope="module")
 def run(tasks, tmp_path_factory):
-    from webmix.datagen import run_datagen
+    from webmix.data.datagen import run_datagen
     shop = [t for t in tasks if t["site"] == "shop"]
     pick = [next(t for t in shop if t["macro"] == "filter_by_slider"),
             next(t for t in shop if t["macro"] == "report_information" and t["start"]["kind"] == "mid_chain")]

@@ -27,7 +27,7 @@ from flask import Flask, jsonify, request
 from werkzeug.serving import make_server
 
 from webmix import config
-from webmix import harness as H          # before browser_use: harness imports it with webmix's import-time settings
+from webmix.agents import harness as H          # before browser_use: harness imports it with webmix's import-time settings
 from browser_use import Agent
 
 
@@ -221,7 +221,7 @@ def processes_under(path) -> list:
 IMPORT_PROBE = """
 import json, logging, os, sys
 before = dict(os.environ)
-import webmix.harness
+import webmix.agents.harness
 after = dict(os.environ)
 print(json.dumps({"changed": sorted(k for k in {*before, *after} if before.get(k) != after.get(k)),
                   "browser_use": "browser_use" in sys.modules, "root_handlers": len(logging.getLogger().handlers)}))
@@ -229,7 +229,7 @@ print(json.dumps({"changed": sorted(k for k in {*before, *after} if before.get(k
 
 
 def test_importing_harness_leaves_the_environment_alone(tmp_path):
-    "import webmix.harness: os.environ as before (a .env beside it stays unread), no log handlers, no folders but empty ones."
+    "import webmix.agents.harness: os.environ as before (a .env beside it stays unread), no log handlers, no folders but empty ones."
     (tmp_path / ".env").write_text("WEBMIX_DOTENV_PROBE=loaded\nVLLM_API_KEY=from-a-dotenv-file\n")
     home = tmp_path / "home"
     home.mkdir()
@@ -241,7 +241,8 @@ def test_importing_harness_leaves_the_environment_alone(tmp_path):
 
 LEFTOVER = """
 import asyncio, json, sys
-from webmix import config, harness as H
+from webmix import config
+from webmix.agents import harness as H
 folder = config.setup_env()
 assert config.setup_env() == folder                         # once per process
 bs = H.make_session()

@@ -13,12 +13,12 @@ from urllib.request import Request, urlopen
 import pytest
 from playwright.async_api import async_playwright
 
-from webmix.catalog import FAMILY_OF, MACROS
+from webmix.world.catalog import FAMILY_OF, MACROS
 from webmix.config import CHROMIUM, admin_headers
-from webmix.harness import playwright_session
-from webmix.checks import merge_server_log, verify_task
-from webmix.evaluate import human_tasks
-from webmix.policy import wrong_script
+from webmix.agents.harness import playwright_session
+from webmix.world.checks import merge_server_log, verify_task
+from webmix.eval.evaluate import human_tasks
+from webmix.eval.policy import wrong_script
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SPLIT = {k: set(v) for k, v in json.loads((DATA / "site_split.json").read_text()).items()}

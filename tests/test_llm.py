@@ -1,4 +1,4 @@
-"""webmix.llm end to end with the real clients and no mocks: the openai SDK and google-genai against ScriptedServer,
+"""webmix.agents.llm end to end with the real clients and no mocks: the openai SDK and google-genai against ScriptedServer,
 `chat` on both of its paths, browser-use's ChatOpenAI (harness.make_llm) driving a real Agent step in Chromium on
 MiniWeb's shop, and the memory model of replay/plan_data (configure_memory + merge_all) served by the script."""
 import asyncio, json, re, socket, threading, time
@@ -8,11 +8,11 @@ from urllib.error import HTTPError
 import openai
 import pytest
 
-from webmix import harness as H          # before browser_use: harness imports it with webmix's import-time settings
-from webmix import checks
-from webmix import plan_data as P
-from webmix import replay as R
-from webmix.llm import (GEMINI_KEY_VARS, OPENAI_KEY_VARS, CredentialsError, ScriptedServer, chat, is_gemini,
+from webmix.agents import harness as H          # before browser_use: harness imports it with webmix's import-time settings
+from webmix.world import checks
+from webmix.data import plan_data as P
+from webmix.data import replay as R
+from webmix.agents.llm import (GEMINI_KEY_VARS, OPENAI_KEY_VARS, CredentialsError, ScriptedServer, chat, is_gemini,
                         openai_key)
 
 SCHEMA = {"type": "object", "properties": {"category": {"type": "string"}, "max_price": {"type": "number"}},

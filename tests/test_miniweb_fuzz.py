@@ -20,7 +20,7 @@ import pytest
 from flask import got_request_exception
 
 from webmix.config import admin_headers
-from webmix.miniweb import (COOKIE, FLAG_PARSERS, MAX_BODY, MAX_FORM_PARTS, MAX_FORM_TEXT, MAX_REPORT_BYTES, MAX_REPORT_DEPTH,
+from webmix.world.miniweb import (COOKIE, FLAG_PARSERS, MAX_BODY, MAX_FORM_PARTS, MAX_FORM_TEXT, MAX_REPORT_BYTES, MAX_REPORT_DEPTH,
                             MAX_REPORTS, MAX_REPORTS_BYTES, MAX_UPLOAD_BYTES, MAX_UPLOADS, create_app, load_sites)
 
 SITES = load_sites()

@@ -1,4 +1,4 @@
-"""webmix.online end to end: benchmark task files in both published formats whose websites are MiniWeb sites on
+"""webmix.eval.online end to end: benchmark task files in both published formats whose websites are MiniWeb sites on
 loopback, `webmix online` against the scripted stand-in policy server (real openai client, browser-use, Chromium
 and MiniWeb), episodes read back by a loader written from the benchmark's published layout; a timed-out episode and
 the planner agent against scripted servers; the Pacer across two real processes."""
@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from webmix import formats as F
-from webmix import online as O
+from webmix.eval import online as O
 from webmix.cli import main as webmix_main
-from webmix.evaluate import TaskFileError
+from webmix.eval.evaluate import TaskFileError
 
 
-# ---- a loader written from the benchmark's published description, not from webmix.online
+# ---- a loader written from the benchmark's published description, not from webmix.eval.online
 
 WEBJUDGE_KEYS = {"task_id", "task", "final_result_response", "action_history", "thoughts"}
 
@@ -60,7 +60,7 @@ def voyager_lines(n, web):
 
 def test_task_files_load_in_both_formats_and_refuse_bad_ones(tmp_path):
     (tmp_path / "WebVoyager_data.jsonl").write_text(voyager_lines(643, "https://www.example.org/"))
-    r = subprocess.run([sys.executable, "-c", "from webmix.online import load_tasks; "
+    r = subprocess.run([sys.executable, "-c", "from webmix.eval.online import load_tasks; "
                         "print(len(load_tasks('WebVoyager_data.jsonl', 'webvoyager')))"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "643", r.stderr[-2000:]
@@ -94,7 +94,7 @@ def test_task_files_load_in_both_formats_and_refuse_bad_ones(tmp_path):
 
 PACED = """
 import asyncio, json, sys, time
-from webmix.online import Pacer
+from webmix.eval.online import Pacer
 start_at, pace_dir, out = float(sys.argv[1]), sys.argv[2], sys.argv[3]
 async def worker(rows):
     pacer = Pacer(pace_dir, cooldown=0.4, poll=0.02)          # a Pacer of its own, as every episode has
@@ -127,8 +127,8 @@ def test_two_processes_never_share_a_website_and_keep_its_cooldown(tmp_path):
 # ---- `webmix online` end to end against the scripted stand-in
 
 def test_online_cli_writes_the_webjudge_layout_resumes_and_keeps_hints_out(tmp_path, base):
-    from webmix import harness as H
-    from webmix.policy import serve_policy
+    from webmix.agents import harness as H
+    from webmix.eval.policy import serve_policy
     site = base + "/sites"
     hints = {"shop-1": "PRIVILEGED-HINT-7 the lamp costs 42", "forum-1": "PRIVILEGED-HINT-9 thread one"}
     om2w = [{"task_id": "shop-1", "confirmed_task": "Find the cheapest product in the shop.", "website": f"{site}/shop/products",
@@ -216,8 +216,8 @@ def test_online_cli_writes_the_webjudge_layout_resumes_and_keeps_hints_out(tmp_p
 # ---- a timed-out episode, and the planner agent, against scripted servers
 
 def test_a_timed_out_episode_keeps_its_steps_and_the_planner_agent_merges_its_turns(tmp_path, base):
-    from webmix.llm import ScriptedServer
-    from webmix.policy import ScriptedPolicy, agent_reply, history_marks, request_text
+    from webmix.agents.llm import ScriptedServer
+    from webmix.eval.policy import ScriptedPolicy, agent_reply, history_marks, request_text
     policy, release = ScriptedPolicy(seed=1), threading.Event()
 
     def slow(body):
@@ -278,8 +278,8 @@ def strings_of(x):
 
 
 def test_hints_that_json_escapes_and_dict_hints_and_their_echoes_leave_no_trace(tmp_path, base):
-    from webmix.llm import ScriptedServer
-    from webmix.policy import agent_reply, history_marks, request_text
+    from webmix.agents.llm import ScriptedServer
+    from webmix.eval.policy import agent_reply, history_marks, request_text
     hints = {"esc-1": 'PRIV-1 line one\nsays "use the lamp" at C:\\shop\\lamp',
              "dict-1": {"answer": 'PRIV-2 the "Desk lamp"', "steps": ["open C:\\list", "line\nbreak"]}}
     tasks = [{"task_id": "esc-1", "confirmed_task": "Find the cheapest lamp.", "website": f"{base}/sites/shop/products",
@@ -333,7 +333,7 @@ def test_hints_that_json_escapes_and_dict_hints_and_their_echoes_leave_no_trace(
 
 def test_a_resume_with_other_deciding_options_is_refused_naming_them(tmp_path):
     from webmix import runs
-    from webmix.llm import ScriptedServer
+    from webmix.agents.llm import ScriptedServer
     out, kw = tmp_path / "out", dict(model="base", vllm="http://127.0.0.1:9/v1", pace_dir=tmp_path / "pace", progress=False)
     O.run_online([], out, **kw)                                          # the manifest of the first session
     settings = json.loads((out / "manifest.json").read_text())["settings"]

@@ -1,4 +1,4 @@
-"""webmix.replay and webmix.plan_data end to end: kept trajectories replayed as the planner's specialists on a live
+"""webmix.data.replay and webmix.data.plan_data end to end: kept trajectories replayed as the planner's specialists on a live
 MiniWeb, in real Chromium through real browser-use Agents (only the models are scripts): kept chains' rows validate,
 tampered replays fail their gate, a run killed with SIGKILL resumes without running a chain twice."""
 import asyncio, copy, json, os, shutil, signal, subprocess, sys, time
@@ -7,15 +7,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from webmix import harness as H
-from webmix import agent as PA
-from webmix import plan_data as P
-from webmix import replay as R
-from webmix.chains import chain_key, chain_specs, follow, record
+from webmix.agents import harness as H
+from webmix.agents import agent as PA
+from webmix.data import plan_data as P
+from webmix.data import replay as R
+from webmix.data.chains import chain_key, chain_specs, follow, record
 from webmix.config import append_jsonl
-from webmix.miniweb import Servers, free_ports
+from webmix.world.miniweb import Servers, free_ports
 from webmix.runs import Worker
-from webmix.pool import kept, pool_items
+from webmix.data.pool import kept, pool_items
 
 # ── kept trajectories ────────────────────────────────────────────────────────
 # datagen's kept trajectories when it runs here; a few hand-made ones (the same format) as well, so the replay's
@@ -25,7 +25,7 @@ def _facts():
     "A product's name and price, and the shop's SKU prefix, as the seeded shop shows them."
     import re
     from webmix.config import admin_headers
-    from webmix.miniweb import COOKIE, create_app
+    from webmix.world.miniweb import COOKIE, create_app
     c = create_app().test_client()
     c.set_cookie(COOKIE, c.get("/_admin/session-flags", headers=admin_headers()).get_json()["session"])
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", c.get("/sites/shop/products/3").get_data(as_text=True)))
@@ -97,7 +97,7 @@ def hand_made(run):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     "A runs folder with kept trajectories: datagen's on the shop and the hand-made ones."
-    from webmix.datagen import run_datagen
+    from webmix.data.datagen import run_datagen
     root = tmp_path_factory.mktemp("data") / "runs"
     hand_made(root / "hand")
     run_datagen(out=root / "dg", sites=["shop"], per_control=1, seed=0, workers=2, ports=free_ports(2), limit=24)
@@ -326,7 +326,7 @@ class _Malformed:
 
 
 def test_memory_model_faults_and_a_cancelled_chain_are_failed_lines(tmp_path, items, monkeypatch):
-    from webmix.llm import ScriptedServer
+    from webmix.agents.llm import ScriptedServer
     def error(req): raise RuntimeError("the model crashed")           # the scripted server answers HTTP 500
     def hang(req): time.sleep(25)
     kw = dict(chains=2, seed=3, workers=1, items=items, progress=False)

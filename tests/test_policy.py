@@ -1,4 +1,4 @@
-"""webmix.policy end to end: the scripted stand-in (simulator) for a served model, behind its OpenAI-compatible server,
+"""webmix.eval.policy end to end: the scripted stand-in (simulator) for a served model, behind its OpenAI-compatible server,
 answering real browser-use Agents in offline Chromium on MiniWeb through the evaluation runner (`webmix evaluate`,
 which offers the agent no JavaScript action by default). The stand-in plays from the prompt (the listed elements,
 the URL) and its own knowledge of the task and the site, as a model must.
@@ -21,12 +21,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from webmix import harness as H          # before browser_use: harness imports it with webmix's import-time settings
+from webmix.agents import harness as H          # before browser_use: harness imports it with webmix's import-time settings
 from webmix.cli import main as webmix
-from webmix.evaluate import human_tasks, load_results, run_evaluate
-from webmix.miniweb import free_ports
-from webmix.policy import action_schemas, serve_policy
-from webmix.tasks import all_tasks
+from webmix.eval.evaluate import human_tasks, load_results, run_evaluate
+from webmix.world.miniweb import free_ports
+from webmix.eval.policy import action_schemas, serve_policy
+from webmix.data.tasks import all_tasks
 
 REPRESENTATIVE = [
     "travel/move-hotel-stay-a-week",              # search, a record, sign in when the edit form asks, dates

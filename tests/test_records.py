@@ -3,11 +3,11 @@ webmix has: the makers' datagen tasks of every site, taskgen's proposed task lin
 import pytest
 
 from webmix import formats as F
-from webmix.evaluate import human_tasks
+from webmix.eval.evaluate import human_tasks
 from webmix.records import (KINDS, DatagenTask, HumanTask, OnlineTask, ProposedTask, TaskFileError, as_task,
                             MAX_INSTRUCTION)
-from webmix.taskgen import task_line
-from webmix.tasks import all_tasks
+from webmix.eval.taskgen import task_line
+from webmix.data.tasks import all_tasks
 
 
 @pytest.fixture(scope="module")

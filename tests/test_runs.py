@@ -99,7 +99,7 @@ async def servers_listening(unit, worker):
     "What a unit sees of MiniWeb: its worker's base URL, and how many MiniWeb servers of this process tree listen."
     import psutil
     me = psutil.Process()
-    kids = [p for p in me.children(recursive=True) if "webmix.miniweb" in " ".join(p.cmdline())]
+    kids = [p for p in me.children(recursive=True) if "webmix.world.miniweb" in " ".join(p.cmdline())]
     return {"ok": True, "base": worker.base, "servers": len(kids)}
 
 

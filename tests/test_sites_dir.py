@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from webmix.config import SITES_DIR, admin_headers
-from webmix.miniweb import Servers, SpecError, free_ports, load_sites, site_summary
+from webmix.world.miniweb import Servers, SpecError, free_ports, load_sites, site_summary
 
 
 def write_copy(folder, name, of="shop"):

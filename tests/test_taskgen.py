@@ -1,4 +1,4 @@
-"""webmix.taskgen and webmix.judge end to end: tasks proposed by the scripted proposer, attempted by evaluation's base
+"""webmix.eval.taskgen and webmix.eval.judge end to end: tasks proposed by the scripted proposer, attempted by evaluation's base
 arm against the scripted policy in Chromium (with human-style tasks of the training sites beside them, whose verifier grades are the truth),
 judged by the scripted judges through the real openai and google-genai clients (faults, retries, the cache, a SIGKILL),
 validated against the verifiers, and selected as rows up to a budget."""
@@ -6,13 +6,14 @@ import contextlib, io, json, os, re, shutil, signal, subprocess, sys, threading,
 
 import pytest
 
-from webmix import formats, llm
-from webmix import judge as J
-from webmix import taskgen as T
+from webmix import formats
+from webmix.agents import llm
+from webmix.eval import judge as J
+from webmix.eval import taskgen as T
 from webmix.cli import main as cli
-from webmix.evaluate import human_tasks, load_tasks, run_evaluate
-from webmix.miniweb import free_ports
-from webmix.policy import serve_policy
+from webmix.eval.evaluate import human_tasks, load_tasks, run_evaluate
+from webmix.world.miniweb import free_ports
+from webmix.eval.policy import serve_policy
 
 HUMAN_IDS = ("start-board-card", "export-budget-outdoor-gear", "second-page-top-poster", "count-short-available-books")
 HUMAN = len(HUMAN_IDS)                        # human-style episodes beside the proposed ones: the validation set
@@ -246,7 +247,7 @@ def kill_listener(port) -> None:
 
 
 def test_validation_leaves_out_episodes_no_verifier_graded(tmp_path):
-    from webmix.policy import ScriptedPolicy, history_marks, request_text
+    from webmix.eval.policy import ScriptedPolicy, history_marks, request_text
     ids = {"graded": "start-board-card", "slow": "second-page-top-poster", "broken": "count-short-available-books"}
     tasks = {t["task_id"]: t for t in human_tasks("train") if t["task_id"] in ids.values()}
     policy, release, port = ScriptedPolicy(seed=3), threading.Event(), free_ports(1)[0]

@@ -1,4 +1,4 @@
-"""webmix.views on episodes the real runners wrote (datagen on the shop, one plan-data chain, one evaluation episode
+"""webmix.views.viewers on episodes the real runners wrote (datagen on the shop, one plan-data chain, one evaluation episode
 against the scripted stand-in policy), a malformed folder, the SFT export, verdicts, dashboards, and the EpisodeViewer
 live in JupyterLab, driven in Chromium."""
 import json, os, shutil, signal, subprocess, sys, time, urllib.request
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from webmix import views as V
-from webmix.miniweb import free_ports
+from webmix.views.viewers import viewers as V
+from webmix.world.miniweb import free_ports
 from webmix import runs
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -16,11 +16,12 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 @pytest.fixture(scope="module")
 def episodes(tmp_path_factory):
     "A few episodes of each kind the runners write today, made by the runners themselves."
-    from webmix.datagen import run_datagen
-    from webmix.tasks import all_tasks
-    from webmix import plan_data as P, evaluate as E
-    from webmix.pool import pool_items
-    from webmix.policy import serve_policy
+    from webmix.data.datagen import run_datagen
+    from webmix.data.tasks import all_tasks
+    from webmix.data import plan_data as P
+    from webmix.eval import evaluate as E
+    from webmix.data.pool import pool_items
+    from webmix.eval.policy import serve_policy
     root = tmp_path_factory.mktemp("views")
     pick = ("count_entries", "filter_by_dropdown", "open_menu_item", "navigate_home", "search_by_text")
     tasks = [t for t in all_tasks(["shop"], None, 1, 0) if t["macro"] in pick][:5]
@@ -85,8 +86,8 @@ def test_each_kind_of_episode_steps_with_screens_actions_and_verdicts(episodes):
 
 
 def test_online_layout_episodes(episodes):
-    "The online layout (result.json + trajectory/<i>_full_screenshot.png), as webmix.judge writes it from an evaluation run."
-    J = pytest.importorskip("webmix.judge")
+    "The online layout (result.json + trajectory/<i>_full_screenshot.png), as webmix.eval.judge writes it from an evaluation run."
+    J = pytest.importorskip("webmix.eval.judge")
     online = J.as_online(episodes["eval"])
     eps = V.find_episodes(online)
     assert eps and all(e["kind"] == "online" for e in eps)
@@ -281,7 +282,7 @@ def test_rows_inspector_and_export_sft_round_trip(episodes, tmp_path):
 
 
 def test_verdicts_beside_the_backend_and_the_run_dashboard(episodes):
-    T = pytest.importorskip("webmix.taskgen")
+    T = pytest.importorskip("webmix.eval.taskgen")
     ev, dg = episodes["eval"], episodes["dg"]
     truth = runs.latest(runs.read_results(ev))
     T.judge_run(ev, spec=None, workers=1, progress=False, say=lambda *a: None)     # the judge's scripted stand-ins
@@ -325,7 +326,7 @@ def test_episode_viewer_live_in_jupyterlab(episodes, tmp_path):
     steps = V.load_episode(ep).steps
     assert len(steps) >= 2
     nb = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "id": "c1",
-                     "source": f"from webmix.views import EpisodeViewer\nEpisodeViewer({str(ep)!r})"}],
+                     "source": f"from webmix.views.viewers import EpisodeViewer\nEpisodeViewer({str(ep)!r})"}],
           "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
           "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "viewer.ipynb").write_text(json.dumps(nb))

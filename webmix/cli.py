@@ -11,16 +11,16 @@ __all__ = ['CONTROL_IDS_JS', 'ROWS_HOWTO', 'MAIN_ARMS', 'COMMANDS', 'sites_list'
 import argparse, asyncio, json, sys
 from . import config
 from .config import ADMIN_HEADER, DEFAULT_PORTS, DEFAULT_WORKERS, admin_key, comma_list, ports_arg
-from .miniweb import Servers, SpecError, load_sites, site_summary, sitemap, serve
-from .tasks import add_tasks_cli
-from .datagen import add_datagen_cli
-from .plan_data import add_plan_data_cli
-from .evaluate import add_evaluate_cli
-from .policy import add_policy_cli
-from .taskgen import add_taskgen_cli
-from .judge import add_judge_cli
-from .online import add_online_cli
-from .views import add_views_cli
+from .world.miniweb import Servers, SpecError, load_sites, site_summary, sitemap, serve
+from .data.tasks import add_tasks_cli
+from .data.datagen import add_datagen_cli
+from .data.plan_data import add_plan_data_cli
+from .eval.evaluate import add_evaluate_cli
+from .eval.policy import add_policy_cli
+from .eval.taskgen import add_taskgen_cli
+from .eval.judge import add_judge_cli
+from .eval.online import add_online_cli
+from .views.viewers import add_views_cli
 from .records import TaskFileError
 from .runs import RunRefused, use_sites_dir
 
@@ -84,7 +84,7 @@ CONTROL_IDS_JS = "JSON.stringify([...new Set([...document.querySelectorAll('[dat
 
 async def walk_sitemaps(base, headless=True):
     "-> rows {site, page, url, title, controls, found}: every sitemap page opened in Chromium."
-    from webmix import harness as H
+    from webmix.agents import harness as H
     rows = []
     async with H.browser(base, headless=headless) as bs:             # a fresh MiniWeb session, closed at the end
         for site in load_sites().values():
@@ -110,8 +110,8 @@ def print_walk(rows):
 
 def pool_summary(run):
     "The kept/rejected counts of a datagen run by family, as a table."
-    from webmix.datagen import by_family
-    from webmix.pool import read_results
+    from webmix.data.datagen import by_family
+    from webmix.data.pool import read_results
     fams = by_family(read_results(run))
     lines = [f"{'family':<22} {'kept':>5} {'rejected':>8} {'rate':>6}"]
     lines += [f"{f:<22} {s['kept']:>5} {s['rejected']:>8} {s['rate']:>6.1%}" for f, s in fams.items()]
@@ -120,8 +120,8 @@ def pool_summary(run):
 def build_pool(data, args):
     "A small pool of kept trajectories on a few training sites (skipped when the pool file exists)."
     from webmix.config import site_split
-    from webmix.datagen import run_datagen
-    from webmix.pool import write_pool
+    from webmix.data.datagen import run_datagen
+    from webmix.data.pool import write_pool
     run, pool = data / "runs" / "main", data / "pools" / "main.txt"
     if pool.exists():
         print(f"pool: {pool} exists ({len(pool.read_text().split())} trajectories); delete it to build it again", flush=True)
@@ -149,8 +149,8 @@ MAIN_ARMS = {"base": {}, "oracle": {"adapters": ["drag", "io", "select", "rest"]
 def main_evaluation(data, args):
     "A few human-style test tasks on two arms against the scripted stand-in policy; -> the success table (see above)."
     import pandas as pd
-    from webmix.evaluate import human_tasks, load_results, run_evaluate, success_table
-    from webmix.policy import serve_policy
+    from webmix.eval.evaluate import human_tasks, load_results, run_evaluate, success_table
+    from webmix.eval.policy import serve_policy
     tasks, root = human_tasks("test")[:args.eval_tasks], data / "runs" / "eval" / "main"
     print(f"\nevaluation: {len(tasks)} human-style test tasks, arms {' and '.join(MAIN_ARMS)}, against the scripted "
           f"stand-in policy (a simulator, not a model; premature dones at {args.eval_premature:g}) ...", flush=True)
@@ -165,7 +165,7 @@ def main_evaluation(data, args):
 def run_main(args):
     "Walk the sites in Chromium, build a small pool when missing, then planner rows; print where they are."
     from webmix.config import data_dir
-    from webmix.plan_data import run_plan_data
+    from webmix.data.plan_data import run_plan_data
     with Servers(ports=args.ports[:1]) as srv:
         print(f"MiniWeb: {len(load_sites())} sites on {srv.bases[0]}; walking every sitemap page in Chromium ...", flush=True)
         ok = print_walk(asyncio.run(walk_sitemaps(srv.bases[0], headless=not args.headful)))
