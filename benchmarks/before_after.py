@@ -47,7 +47,7 @@ if mode == "probe":
                tasks=all_tasks(sites=[spec["site"]], macros=None, per_control=1, seed=spec["seed"]))
 else:
     from webmix.data.datagen import run_datagen
-    from webmix.world.miniweb import free_ports
+    from webmix.world.servers import free_ports
     tasks = json.loads(Path(spec["tasks"]).read_text())
     t0 = time.perf_counter()
     run_datagen(spec["out"], tasks=tasks, workers=1, ports=free_ports(1), progress=False)

@@ -19,8 +19,9 @@ from pathlib import Path
 from webmix.config import setup_env
 setup_env()                                  # first: browser-use's offline settings (no telemetry) before it is imported
 from webmix.agents import harness  # noqa: F401,E402  (before browser_use: the harness imports it with webmix's settings)
-from webmix.eval.evaluate import human_tasks, load_results, run_evaluate  # noqa: E402
-from webmix.world.miniweb import free_ports  # noqa: E402
+from webmix.eval.episode import load_results  # noqa: E402
+from webmix.eval.evaluate import human_tasks, run_evaluate  # noqa: E402
+from webmix.world.servers import free_ports  # noqa: E402
 from webmix.eval.policy import serve_policy  # noqa: E402
 from webmix.data.tasks import split_tasks  # noqa: E402
 

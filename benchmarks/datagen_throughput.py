@@ -15,10 +15,12 @@ from pathlib import Path
 
 from webmix import config
 from webmix.agents import harness as H
+from webmix.agents import offline as HO
+from webmix.agents import session as HS
 from webmix.data.datagen import run_datagen
 from webmix.data.pool import kept, read_results
 from webmix.data.tasks import all_tasks
-from webmix.world.miniweb import Servers
+from webmix.world.servers import Servers
 
 MACROS = ["filter_by_dropdown", "filter_by_options", "sort_by_form", "switch_tab", "paginate", "search_by_text",
           "open_detail", "navigate_home", "open_menu_item", "enter_text", "select_field_option", "create_entry"]
@@ -51,14 +53,14 @@ async def playwright_steps(run, base):
     from playwright.async_api import async_playwright
     times, episodes = [], []
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=config.CHROMIUM, headless=True, args=H.chromium_args())
+        browser = await p.chromium.launch(executable_path=config.CHROMIUM, headless=True, args=HO.chromium_args())
         for tid in sorted(kept(run)):
             d = Path(run) / "accepted" / tid
             task, traj = json.loads((d / "task.json").read_text()), json.loads((d / "trajectory.json").read_text())
             e0 = time.perf_counter()
-            ctx = await browser.new_context(viewport=H.VIEWPORT)
+            ctx = await browser.new_context(viewport=HO.VIEWPORT)
             page = await ctx.new_page()
-            await H.playwright_session(ctx, page, base)
+            await HS.playwright_session(ctx, page, base)
             await page.goto(base + task["start"]["url"])
             for s in traj["steps"]:
                 if s["action"] in NO_PLAYWRIGHT: continue
@@ -86,10 +88,10 @@ async def act(page, s):
         async with page.expect_download(): await page.locator(selector(el)).first.click()
     elif a == "click": await page.locator(selector(el)).first.click()
     elif a == "upload_file": await page.locator(selector(el)).first.set_input_files(prm["path"])
-    elif a == "scroll": await page.mouse.wheel(0, (1 if prm.get("down", True) else -1) * prm.get("pages", 1) * H.VIEWPORT["height"])
+    elif a == "scroll": await page.mouse.wheel(0, (1 if prm.get("down", True) else -1) * prm.get("pages", 1) * HO.VIEWPORT["height"])
     elif a in ("drag", "draw"):
         pts = ([(prm["x1"], prm["y1"]), (prm["x2"], prm["y2"])] if a == "drag" else [(q["x"], q["y"]) for q in prm["points"]])
-        px = [(x * H.VIEWPORT["width"] / 1000, y * H.VIEWPORT["height"] / 1000) for x, y in pts]
+        px = [(x * HO.VIEWPORT["width"] / 1000, y * HO.VIEWPORT["height"] / 1000) for x, y in pts]
         await page.mouse.move(*px[0]); await page.mouse.down()
         for x, y in px[1:]: await page.mouse.move(x, y, steps=10)
         await page.mouse.up()

@@ -18,7 +18,8 @@ import aiohttp
 from yarl import URL
 
 from webmix.config import admin_headers
-from webmix.world.miniweb import COOKIE, Servers, free_ports
+from webmix.world.sessions import COOKIE
+from webmix.world.servers import Servers, free_ports
 
 TARGET_P99_MS = 250.0
 DEADLINE = 300                                  # seconds a phase may take before the run reports what hangs

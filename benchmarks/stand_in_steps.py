@@ -1,6 +1,6 @@
 """Steps per episode of the main job's short evaluation on the scripted stand-in, before and after a commit.
 
-The main job (`webmix main`, cli.main_evaluation) ends with the first --eval-tasks human-style test tasks
+The main job (`webmix main`, job.main_evaluation) ends with the first --eval-tasks human-style test tasks
 (`human_tasks("test")[:N]`) on the arms of cli.MAIN_ARMS (`base`, and `oracle` with its adapters and gate_done)
 against the stand-in policy (`serve_policy(port=0, faults={"premature": --eval-premature}, seed=--seed)`). Until
 14763e5 the stand-in looked the page up with a JavaScript probe (browser-use's `evaluate` action) before acting; since
@@ -43,20 +43,27 @@ if root not in Path(webmix.__file__).resolve().parents:
     sys.exit(f"webmix imported from {webmix.__file__}, not from {root}")
 from webmix import config
 config.setup_env()                            # browser-use's offline settings before it is imported, as the CLI
-from webmix.agents import harness                    # noqa: F401  (before browser_use, as the CLI's modules import it)
-from webmix.cli import MAIN_ARMS, parser
-from webmix.eval.evaluate import human_tasks
+import importlib
+def first_of(*names):                         # a side before the package's wings has flat modules (webmix.harness, ...)
+    for n in names:
+        try: return importlib.import_module(n)
+        except ImportError: pass
+    raise ImportError(names)
+first_of("webmix.agents.harness", "webmix.harness")    # before browser_use, as the CLI's modules import it
+MAIN_ARMS = getattr(first_of("webmix.job", "webmix.cli"), "MAIN_ARMS")
+parser = first_of("webmix.cli").parser
+human_tasks = first_of("webmix.eval.evaluate", "webmix.evaluate").human_tasks
 tid = lambda t: t["task_id"] if isinstance(t, dict) else t.task_id      # dicts before 14763e5, records after
 out = {"file": webmix.__file__, "annotations": str(config.annotations_dir().resolve())}
 if mode == "probe":
     srv = subprocess.run([sys.executable, "-c", "import webmix; print(webmix.__file__)"], capture_output=True, text=True)
-    main = vars(parser().parse_args(["main"]))
+    main = {k: v for k, v in vars(parser().parse_args(["main"])).items() if not k.startswith("_") and k != "func"}
     out.update(server_file=srv.stdout.strip() or srv.stderr.strip()[-300:], test_tasks=[tid(t) for t in human_tasks("test")],
                arms=MAIN_ARMS, main={k: main[k] for k in ("eval_tasks", "eval_premature", "seed", "workers", "headful")})
 else:
-    from webmix.eval.evaluate import run_evaluate
-    from webmix.world.miniweb import free_ports
-    from webmix.eval.policy import serve_policy
+    run_evaluate = first_of("webmix.eval.evaluate", "webmix.evaluate").run_evaluate
+    free_ports = first_of("webmix.world.servers", "webmix.world.miniweb", "webmix.miniweb").free_ports
+    serve_policy = first_of("webmix.eval.policy", "webmix.policy").serve_policy
     tasks = human_tasks("test")[:spec["n"]]
     if [tid(t) for t in tasks] != spec["task_ids"]: sys.exit(f"tasks {[tid(t) for t in tasks]} are not {spec['task_ids']}")
     out["wall_s"] = {}

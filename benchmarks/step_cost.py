@@ -23,8 +23,10 @@ from pathlib import Path
 
 from webmix import config
 from webmix.agents import harness as H
+from webmix.agents import offline as HO
+from webmix.agents import session as HS
 from webmix.data.datagen import run_datagen
-from webmix.world.miniweb import Servers, free_ports
+from webmix.world.servers import Servers, free_ports
 from webmix.data.pool import kept, read_results
 from webmix.data.tasks import all_tasks
 
@@ -48,14 +50,14 @@ async def playwright_steps(run, base):
     from playwright.async_api import async_playwright
     rows = []
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=config.CHROMIUM, headless=True, args=H.chromium_args())
+        browser = await p.chromium.launch(executable_path=config.CHROMIUM, headless=True, args=HO.chromium_args())
         for tid in sorted(kept(run)):
             d = Path(run) / "accepted" / tid
             task, traj = json.loads((d / "task.json").read_text()), json.loads((d / "trajectory.json").read_text())
-            ctx = await browser.new_context(viewport=H.VIEWPORT)
+            ctx = await browser.new_context(viewport=HO.VIEWPORT)
             page = await ctx.new_page()
             cdp = await ctx.new_cdp_session(page)
-            await H.playwright_session(ctx, page, base)
+            await HS.playwright_session(ctx, page, base)
             await page.goto(base + task["start"]["url"])
             await observe(page, cdp)                     # the first observation, before the first action
             for s in traj["steps"]:
@@ -129,13 +131,13 @@ def profile_unit(task, out, prof_txt):
     from browser_use.browser.watchdogs.default_action_watchdog import DefaultActionWatchdog
     from browser_use.tools.service import Tools
     import webmix.data.datagen as D
-    from webmix.data.drivers import Driver
+    from webmix.data.scripted_model import Driver
     ph = Phases()
     for owner, attr, name in [
-            (H, "make_session", "browser: make_session (profile folder, BrowserSession object)"),
+            (HS, "make_session", "browser: make_session (profile folder, BrowserSession object)"),
             (BrowserSession, "start", "browser: BrowserSession.start (Chromium launch, CDP, watchdogs)"),
-            (H, "enable_clipboard", "browser: enable_clipboard"),
-            (H, "prepare", "prepare (MiniWeb session + start page)"),
+            (HS, "enable_clipboard", "browser: enable_clipboard"),
+            (HS, "prepare", "prepare (MiniWeb session + start page)"),
             (Agent, "run", "agent.run (all steps, incl. Agent start-up and finish)"),
             (Agent, "step", "agent step (total)"),
             (Agent, "_prepare_context", "  step: state capture (_prepare_context)"),
@@ -154,16 +156,17 @@ def profile_unit(task, out, prof_txt):
             (DefaultActionWatchdog, "on_SelectDropdownOptionEvent", "      select handler (SelectDropdownOptionEvent)"),
             (BrowserSession, "get_or_create_cdp_session", "BrowserSession.get_or_create_cdp_session (any caller)"),
             (Agent, "_post_process", "  step: _post_process"),
-            (H, "evaluate", "H.evaluate (JS reads; driver's and datagen's)"),
-            (H, "seen", "datagen: H.seen"),
-            (H, "backend_state", "datagen: backend_state"),
-            (H, "admin_get", "datagen: admin_get (/_admin/record etc.)"),
+            (HS, "evaluate", "evaluate (JS reads; driver's and datagen's)"),
+            (HS, "seen", "datagen: seen"),
+            (HS, "backend_state", "datagen: backend_state"),
+            (HS, "admin_get", "datagen: admin_get (/_admin/record etc.)"),
             (D, "gate", "datagen: gate"),
             (D, "trajectory_of", "datagen: trajectory_of"),
             (D, "_write_json", "datagen: file writes (json)"),
-            (H, "close_session", "close_session (browser kill, folder removal)"),
+            (HS, "close_session", "close_session (browser kill, folder removal)"),
             (D, "run_task", "unit: run_task (total)")]:
         ph.wrap(owner, attr, name)
+        if owner is HS and hasattr(H, attr): ph.wrap(H, attr, name)    # harness calls the session's functions by their own names
     ph.wrap_sleep()
     from pyinstrument import Profiler
     prof = Profiler(async_mode="enabled", interval=0.002)

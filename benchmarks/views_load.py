@@ -1,4 +1,4 @@
-"""How long webmix.views.viewers takes to open a folder of 1,000 episodes (the list with its filters and the first episode shown).
+"""How long the EpisodeViewer (webmix.views.episode_viewer) takes to open a folder of 1,000 episodes (the list with its filters and the first episode shown).
 
     python benchmarks/views_load.py RUN_DIR [--n 1000]
 
@@ -8,7 +8,7 @@ import argparse, json, os, shutil, tempfile, time
 from pathlib import Path
 
 from webmix import runs
-from webmix.views.viewers import viewers as V
+from webmix.views.episode_viewer import EpisodeViewer
 
 
 def make_run(src: Path, n: int, dst: Path) -> Path:
@@ -35,7 +35,7 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         run = make_run(Path(a.run), a.n, Path(tmp) / "run")
         t = time.perf_counter()
-        v = V.EpisodeViewer(run)
+        v = EpisodeViewer(run)
         dt = time.perf_counter() - t
         assert v.error is None and len(v.episodes) == a.n, v.error
         print(json.dumps({"episodes": len(v.episodes), "open_s": round(dt, 3)}))

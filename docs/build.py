@@ -3,7 +3,7 @@
 nbconvert renders the pages (JupyterLab's look, through the template in docs/templates/webmix). Nothing is executed:
 a page shows the outputs its notebook was saved with. Nothing is loaded from outside the site: plotly figures are
 drawn by the plotly.js that the installed plotly package ships (copied to _site/_static/), widget outputs show their
-HTML form (webmix.views.viewers' viewers carry a self-contained stepper), and the build fails if a page still names a script,
+HTML form (webmix.views' viewers carry a self-contained stepper), and the build fails if a page still names a script,
 style sheet or image elsewhere.
 
     python docs/build.py [--out _site] [--nbs nbs]
@@ -132,6 +132,11 @@ def notebooks(nbs_dir: Path) -> list:
     return sorted(nbs, key=key)
 
 
+def page_of(p: Path, nbs_dir: Path) -> str:
+    "A notebook's page: its path under nbs/ with '-' for '/', so two wings' notebooks of one name stay apart."
+    return "-".join(p.relative_to(nbs_dir).with_suffix("").parts) + ".html"
+
+
 def wing_of(p: Path, nbs_dir: Path) -> str:
     wing = p.relative_to(nbs_dir).parent.as_posix().replace(".", "")
     return WINGS.get(wing, wing) if not (wing == "" and p.stem.startswith("9")) else "Command line"
@@ -151,7 +156,7 @@ def build(out: Path, nbs_dir: Path) -> list:
         if p.stem == "index" and p.parent == nbs_dir:
             if not nb.cells: nb = readme_notebook()
             pages.insert(0, ("index.html", "Home", nb, ""))
-        else: pages.append((p.stem + ".html", title_of(nb, p.stem), nb, wing_of(p, nbs_dir)))
+        else: pages.append((page_of(p, nbs_dir), title_of(nb, p.stem), nb, wing_of(p, nbs_dir)))
     if not any(f == "index.html" for f, *_ in pages): pages.insert(0, ("index.html", "Home", readme_notebook(), ""))
     pages.append(("api.html", "API reference", api_notebook(modules_of(nbs)), ""))
     exporter = SiteExporter(template_name="webmix", extra_template_basedirs=[str(ROOT / "docs" / "templates")],

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from webmix.config import setup_env
-from webmix.world.miniweb import Servers, free_ports
+from webmix.world.servers import Servers, free_ports
 
 setup_env()
 

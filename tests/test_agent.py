@@ -3,6 +3,7 @@ Chromium through real browser-use Agents (only the models are scripts). `base` i
 import asyncio
 
 from webmix.agents import harness as H
+from webmix.agents import session as HS
 from webmix.agents import agent as A
 from webmix.world.catalog import FAMILIES
 
@@ -48,10 +49,10 @@ async def episode(base, turns, budget=5, sub_cap=4, version="v6"):
     seen, box, task = [], {}, {"start": {"url": PRODUCTS}, "control": {}}
     async with H.browser(base, task) as bs:
         team = ShopTeam(lambda f: "select-adapter", "", "filter", budget=budget, sub_cap=sub_cap, version=version)
-        out = await A.run_planner_agent(bs, "Show me the books, then the kitchen products.", H.start_url(base, task),
+        out = await A.run_planner_agent(bs, "Show me the books, then the kitchen products.", HS.start_url(base, task),
                                         None, "", "planner", version=version, llm=planner_script(turns, seen),
                                         team=team, expose=box)
-        log, _, _ = await H.backend_state(bs, base)
+        log, _, _ = await HS.backend_state(bs, base)
         return out, log, seen, box
 
 

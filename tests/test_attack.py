@@ -23,9 +23,13 @@ import asyncio, json
 import pytest
 
 from webmix.agents import harness as H          # before browser_use: harness imports it with webmix's import-time settings
-from webmix.eval.evaluate import human_tasks, load_results, run_evaluate
-from webmix.world.miniweb import free_ports
-from webmix.eval.policy import ADMIN_PATHS, current_url, request_text, serve_policy
+from webmix.agents import session as HS
+from webmix.eval.episode import load_results
+from webmix.eval.evaluate import human_tasks, run_evaluate
+from webmix.world.servers import free_ports
+from webmix.eval.policy import serve_policy
+from webmix.eval.policy_play import ADMIN_PATHS
+from webmix.eval.policy_prompt import current_url, request_text
 from webmix.data.tasks import all_tasks
 from test_policy import episode_steps
 
@@ -96,12 +100,12 @@ def test_javascript_can_do_what_a_user_can_do_and_no_more(base):
     "With --allow-js a page script can submit the site's own forms (a real change, graded as one), nothing else."
     async def one():
         async with H.browser(base=base) as bs:
-            await H.goto(bs, base + "/sites/shop/products/3")
-            status = await H.evaluate(bs, """(async () => {
+            await HS.goto(bs, base + "/sites/shop/products/3")
+            status = await HS.evaluate(bs, """(async () => {
                 const f = [...document.querySelectorAll('form')].find(f => f.querySelector('textarea'));
                 const body = new URLSearchParams(new FormData(f)); body.set(f.querySelector('textarea').name, 'Posted by a script');
                 return (await fetch(f.action, {method: 'POST', body})).status; })()""")
-            log, changes, clip = await H.backend_state(bs, base)
+            log, changes, clip = await HS.backend_state(bs, base)
             return status, changes, clip
     status, changes, clip = asyncio.run(one())
     assert status == 200 and [c["op"] for c in changes] == ["create"] and clip == []

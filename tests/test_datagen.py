@@ -9,6 +9,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 
 from webmix.agents import harness as H          # before anything imports browser_use
+from webmix.agents import actions as HA
+from webmix.agents import offline as HO
+from webmix.agents import session as HS
 from webmix.world import checks
 from webmix.data import drivers as D
 from webmix.eval import evaluate as E
@@ -18,7 +21,8 @@ from webmix.data.datagen import run_datagen
 from webmix.data.pool import kept, read_results, write_pool
 from webmix.records import as_task
 from webmix.data.tasks import all_tasks, make_tasks
-from webmix.world.miniweb import free_ports, load_sites, sitemap
+from webmix.world.sites import load_sites, sitemap
+from webmix.world.servers import free_ports
 
 
 def one_per_macro(tasks, seed=1):
@@ -45,7 +49,7 @@ def run(tmp_path_factory):
     "One datagen run, one task per macro (every macro) over the embedded sites, with Chromium net logs and the audit hook on."
     tmp = tmp_path_factory.mktemp("datagen")
     tasks = one_per_macro(all_tasks())
-    with H.loopback_only() as outside:
+    with HO.loopback_only() as outside:
         summary = run_datagen(tmp / "run", tasks=tasks, ports=tuple(free_ports()), net_log_dir=tmp / "netlogs",
                               progress=False)
     return {"dir": tmp / "run", "tasks": tasks, "summary": summary, "outside": list(outside), "netlogs": tmp / "netlogs"}
@@ -60,8 +64,8 @@ def test_datagen_contacts_nothing_but_loopback(run):
     assert run["outside"] == [], run["outside"]                 # the Python side: the audit hook saw no other host
     logs = sorted(run["netlogs"].glob("*.json"))
     assert len(logs) == len(run["tasks"])
-    hosts = set().union(*(H.net_log_hosts(p) for p in logs))
-    assert hosts and all(H.is_loopback(h) for h in hosts), hosts   # the Chromium side: its net log
+    hosts = set().union(*(HO.net_log_hosts(p) for p in logs))
+    assert hosts and all(HO.is_loopback(h) for h in hosts), hosts   # the Chromium side: its net log
 
 
 def test_kept_on_the_first_attempt_and_causes_named(run):
@@ -229,12 +233,12 @@ SLIDER_BOX_JS = """(() => { const e = document.querySelector(%s); e.scrollIntoVi
 
 async def drag_slider_to(bs, task):
     "Drag the task's slider thumb to its option's value with the mouse (CDP input, as a person's drag), then wait for the list."
-    x, y, w, cur, lo, hi = await H.evaluate(bs, SLIDER_BOX_JS % json.dumps('input[type="range"]' + D.css(task["control"]["control_id"])))
+    x, y, w, cur, lo, hi = await HS.evaluate(bs, SLIDER_BOX_JS % json.dumps('input[type="range"]' + D.css(task["control"]["control_id"])))
     px = lambda v: x + D.THUMB_PX / 2 + (v - lo) / (hi - lo) * (w - D.THUMB_PX)
-    await H.stroke(bs, [(px(cur), y), (px(float(task["option"]["value"])), y)])
+    await HA.stroke(bs, [(px(cur), y), (px(float(task["option"]["value"])), y)])
     name, value = next(iter(task["check"]["query"].items()))
     for _ in range(50):
-        if f"{name}={value}" in (await H.evaluate(bs, "location.href") or ""): return
+        if f"{name}={value}" in (await HS.evaluate(bs, "location.href") or ""): return
         await asyncio.sleep(0.2)
     raise AssertionError(f"the list never reloaded with {name}={value}")
 
@@ -246,11 +250,11 @@ def test_evaluate_reads_the_recorder_into_its_grade_inputs(base):
     async def episode(act):
         async with H.browser(base, task) as bs:
             await act(bs)
-            return await as_task(task).grade_inputs(H.BrowserPage(bs, base), None, [await H.seen(bs)], said)
-    typed = lambda bs: H.goto(bs, base + task["check"]["path"] + "?" + urlencode(task["check"]["query"]))
+            return await as_task(task).grade_inputs(HS.BrowserPage(bs, base), None, [await HS.seen(bs)], said)
+    typed = lambda bs: HS.goto(bs, base + task["check"]["path"] + "?" + urlencode(task["check"]["query"]))
     async def in_a_new_tab(bs):                           # the agent opened a tab: the next step's hook records it too
         await bs.navigate_to(base + task["start"]["url"], new_tab=True)
-        await H.enable_clipboard(bs)
+        await HS.enable_clipboard(bs)
         await drag_slider_to(bs, task)
     dragged, by_url = asyncio.run(episode(lambda bs: drag_slider_to(bs, task))), asyncio.run(episode(typed))
     ok, detail = E.grade(task, asyncio.run(episode(in_a_new_tab)))

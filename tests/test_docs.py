@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from webmix.world.miniweb import free_ports
+from webmix.world.servers import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -29,9 +29,10 @@ def site():
 def test_every_page_loads_offline_and_the_episode_viewer_steps(site):
     from playwright.sync_api import sync_playwright
     pages = sorted(p.name for p in site["dir"].glob("*.html"))
-    notebooks = sorted(p.stem for p in (ROOT / "nbs").rglob("*.ipynb") if p.stem != "index")
-    assert "index.html" in pages and "api.html" in pages and all(f"{n}.html" in pages for n in notebooks)
-    assert "webmix.views.viewers" in (site["dir"] / "api.html").read_text()
+    notebooks = sorted("-".join(p.relative_to(ROOT / "nbs").with_suffix("").parts)
+                       for p in (ROOT / "nbs").rglob("*.ipynb") if p.stem != "index")
+    assert "index.html" in pages and "api.html" in pages and all(f"{n}.html" in pages for n in notebooks), pages
+    assert "webmix.views.episode_viewer" in (site["dir"] / "api.html").read_text()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -46,7 +47,7 @@ def test_every_page_loads_offline_and_the_episode_viewer_steps(site):
         assert not errors, errors
         assert not outside, outside
         # the views page: a live EpisodeViewer without a kernel, and figures drawn by the site's own plotly.js
-        page.goto(f"{site['base']}/01_viewers.html", wait_until="load")
+        page.goto(f"{site['base']}/views-02_episode_viewer.html", wait_until="load")
         viewer = page.locator(".wm-episode").first
         assert viewer.locator("img").first.get_attribute("src").startswith("data:image/jpeg")
         label, action = viewer.locator(".wm-label"), viewer.locator(".wm-action")
@@ -59,6 +60,7 @@ def test_every_page_loads_offline_and_the_episode_viewer_steps(site):
         assert action.inner_text() != first_action or viewer.locator(".wm-before img").get_attribute("src") != first_src
         viewer.locator(".wm-next").click()
         assert label.inner_text() == f"step {min(3, n)} of {n}"
+        page.goto(f"{site['base']}/views-05_dashboard.html", wait_until="load")
         assert page.locator(".wm-plotly .main-svg").count() >= 1
         assert not errors, errors
         browser.close()

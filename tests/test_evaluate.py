@@ -121,7 +121,8 @@ def test_killed_run_resumes_proposed_rows_timeouts_and_cancellation(tmp_path, mo
     import asyncio, time
     from test_datagen import _kill_group, _lines
     from webmix.formats import problems
-    from webmix.eval.policy import ScriptedPolicy, serve_policy
+    from webmix.eval.policy import serve_policy
+    from webmix.eval.policy_play import ScriptedPolicy
     tasks_file = tmp_path / "tasks.jsonl"
     ids = _proposed(tasks_file, 5)
     out = tmp_path / "run"

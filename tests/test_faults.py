@@ -28,10 +28,12 @@ from flask import Response, request
 
 from webmix.eval import evaluate as E
 from webmix.eval import online as O
-from webmix.eval import taskgen as T
+from webmix.eval import taskjudge as T
+from webmix.eval.stand_ins import model_spec
 from webmix.agents.llm import ScriptedServer
-from webmix.world.miniweb import Servers, free_ports, port_free
-from webmix.eval.policy import ScriptedPolicy, request_text, section
+from webmix.world.servers import Servers, free_ports, port_free
+from webmix.eval.policy_play import ScriptedPolicy
+from webmix.eval.policy_prompt import request_text, section
 from webmix.runs import done_keys, latest, read_results, run_units
 from webmix.data.tasks import make_tasks
 
@@ -466,10 +468,10 @@ def judge_run(evaluate_run, tmp_path_factory):
     srv = FaultServer(model, raw=raw, threads=8).start()
     goaway = next(k for k, c in case_of.items() if c == "goaway")
     srv.back_when(lambda: (jdir / "errors.jsonl").exists() and goaway in (jdir / "errors.jsonl").read_text(), cases.events)
-    spec = T.model_spec("scripted-judge", srv.base_url, timeout=JUDGE_TIMEOUT)
+    spec = model_spec("scripted-judge", srv.base_url, timeout=JUDGE_TIMEOUT)
     try:
         first = T.judge_run(rdir, spec, workers=1, retries=3, progress=False, say=lambda *_: None)
-        errors = T.read_jsonl(jdir / "errors.jsonl") if (jdir / "errors.jsonl").exists() else []
+        errors = read_results(jdir / "errors.jsonl")
         verdicts = {f.stem: json.loads(f.read_text()) for f in jdir.glob("*.json") if not f.name.startswith("_")}
         until(lambda: cases.did("back"), 10)
         cases.release.set()

@@ -8,7 +8,7 @@ import pytest
 
 from webmix import formats as F
 from webmix.config import SCHEMAS_DIR
-from webmix.world.miniweb import free_ports
+from webmix.world.servers import free_ports
 
 try: from webmix.data.tasks import all_tasks                  # the task makers' module
 except ImportError: from webmix.data.datagen import all_tasks  # before datagen was split

@@ -28,6 +28,9 @@ from werkzeug.serving import make_server
 
 from webmix import config
 from webmix.agents import harness as H          # before browser_use: harness imports it with webmix's import-time settings
+from webmix.agents import actions as HA
+from webmix.agents import offline as HO
+from webmix.agents import session as HS
 from browser_use import Agent
 
 
@@ -37,14 +40,14 @@ def reply(name, params):
 
 async def centre(bs, js):
     "Centre of the element `js` (an expression) in 0-1000 viewport coordinates."
-    x, y = await H.evaluate(bs, f"(() => {{ const r = ({js}).getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()")
-    return (await H.to_normalized(bs, [(x, y)]))[0]
+    x, y = await HS.evaluate(bs, f"(() => {{ const r = ({js}).getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()")
+    return (await HA.to_normalized(bs, [(x, y)]))[0]
 
 
 def miniweb_steps(bs, base, upload, seen):
     "The scripted episode: (action, params or an async function giving them at the step); `seen` keeps what it read."
     async def at(cid, part=None, **kw):
-        i = await H.element_index(bs, cid, part)
+        i = await HA.element_index(bs, cid, part)
         assert i is not None, (cid, part)
         return {"index": i, **kw}
 
@@ -58,7 +61,7 @@ def miniweb_steps(bs, base, upload, seen):
         return {"points": [{"x": cx - 60, "y": cy}, {"x": cx - 20, "y": cy - 30}, {"x": cx + 20, "y": cy + 30}, {"x": cx + 60, "y": cy}]}
 
     async def search_word():                  # a word of the first listed title: the search keeps a result
-        title = await H.evaluate(bs, "document.querySelector('[data-control-id=products-detail]').textContent")
+        title = await HS.evaluate(bs, "document.querySelector('[data-control-id=products-detail]').textContent")
         seen["q"] = title.split()[-1]
         return await at("products-search", text=seen["q"])
 
@@ -98,17 +101,17 @@ def test_scripted_agent_on_miniweb(base, tmp_path):
                 done.append(name)
                 return reply(name, params)
 
-            agent = Agent(task=H.instruction("Shop, plan, sign and file a receipt.", H.start_url(base, task)),
-                          llm=H.ScriptedChat(respond), browser_session=bs, tools=H.make_tools(), max_failures=2,
+            agent = Agent(task=H.instruction("Shop, plan, sign and file a receipt.", HS.start_url(base, task)),
+                          llm=H.ScriptedChat(respond), browser_session=bs, tools=HA.make_tools(), max_failures=2,
                           available_file_paths=[str(upload)], **H.AGENT_KWARGS)
-            hist = await agent.run(max_steps=len(steps) + 2, on_step_start=lambda a: H.enable_clipboard(bs, a))
+            hist = await agent.run(max_steps=len(steps) + 2, on_step_start=lambda a: HS.enable_clipboard(bs, a))
             await asyncio.sleep(0.5)                                     # the last page's beacons
-            state = await H.backend_state(bs, base)
-            record = (await H.admin_get(bs, base, "/_admin/record"))["entries"]
+            state = await HS.backend_state(bs, base)
+            record = (await HS.admin_get(bs, base, "/_admin/record"))["entries"]
             seen["downloads"] = {H.Path(f).name: H.Path(f).read_text() for f in bs.downloaded_files}
             return hist, state, record, bs._webmix_dir, dict(bs._webmix_net.busy)
 
-    with H.loopback_only() as hits:
+    with HO.loopback_only() as hits:
         hist, (log, changes, clip), record, folder, in_flight = asyncio.run(run())
 
     assert hist.is_successful() and hist.final_result() == "all done", hist.errors()
@@ -140,7 +143,7 @@ def test_scripted_agent_on_miniweb(base, tmp_path):
     assert sum(e["type"] == "click" and (e["target"] or {}).get("part") == "submit" for e in record) >= 3, record
     # offline: nothing but loopback from Python or Chromium, and the profile is gone with the session
     assert not hits, hits
-    assert H.net_log_hosts(net) == {"127.0.0.1"}, H.net_log_hosts(net)
+    assert HO.net_log_hosts(net) == {"127.0.0.1"}, HO.net_log_hosts(net)
     assert not folder.exists() and folder.parent == tmp_path / "run"
 
 
@@ -170,12 +173,12 @@ def test_agent_through_openai_compatible_server(base):
     async def run(url):
         task = {"start": {"url": "/sites/shop"}, "control": {"role": "target", "prep": {}}}
         async with H.browser(base, task) as bs:
-            agent = Agent(task=H.instruction("Say hello.", H.start_url(base, task)),
+            agent = Agent(task=H.instruction("Say hello.", HS.start_url(base, task)),
                           llm=H.make_llm("pooled", url + "/v1", max_tokens=512),
-                          browser_session=bs, tools=H.make_tools(), max_failures=2, **H.AGENT_KWARGS)
+                          browser_session=bs, tools=HA.make_tools(), max_failures=2, **H.AGENT_KWARGS)
             return await agent.run(max_steps=3)
 
-    with served(app) as url, H.loopback_only() as hits:
+    with served(app) as url, HO.loopback_only() as hits:
         hist = asyncio.run(run(url))
     assert hist.is_successful() and hist.final_result() == "nothing to do" and not hits
     assert len(bodies) == 1                                      # no judge call, no compaction call
@@ -191,7 +194,7 @@ def test_agent_through_openai_compatible_server(base):
 
 def fresh_env(home):
     "This process's environment less what setup_env and the harness import set: a shell's, with HOME at `home`."
-    set_by_webmix = {*config.OFFLINE_ENV, *config.PROCESS_SUBDIRS, "WEBMIX_SYSTEM_TMPDIR", *H.BROWSER_USE_IMPORT_ENV}
+    set_by_webmix = {*config.OFFLINE_ENV, *config.PROCESS_SUBDIRS, "WEBMIX_SYSTEM_TMPDIR", *HO.BROWSER_USE_IMPORT_ENV}
     return {**{k: v for k, v in os.environ.items() if k not in set_by_webmix}, "HOME": str(home)}
 
 
@@ -243,12 +246,15 @@ LEFTOVER = """
 import asyncio, json, sys
 from webmix import config
 from webmix.agents import harness as H
+from webmix.agents import actions as HA
+from webmix.agents import offline as HO
+from webmix.agents import session as HS
 folder = config.setup_env()
 assert config.setup_env() == folder                         # once per process
-bs = H.make_session()
+bs = HS.make_session()
 asyncio.new_event_loop().run_until_complete(bs.start())    # and never closed
 print(json.dumps({"folder": str(folder), "session": str(bs._webmix_dir),
-                  "pids": [p.pid for p in H.browser_processes(bs._webmix_dir)]}), flush=True)
+                  "pids": [p.pid for p in HS.browser_processes(bs._webmix_dir)]}), flush=True)
 """
 
 
@@ -273,12 +279,12 @@ def test_browser_closes_however_the_block_ends(tmp_path):
 
     async def raises():
         async with H.browser(run_dir=tmp_path / "raises") as bs:
-            inside.append(H.browser_processes(bs._webmix_dir))
+            inside.append(HS.browser_processes(bs._webmix_dir))
             raise KeyError("the block failed")
 
     async def waits(entered):
         async with H.browser(run_dir=tmp_path / "cancelled") as bs:
-            inside.append(H.browser_processes(bs._webmix_dir))
+            inside.append(HS.browser_processes(bs._webmix_dir))
             entered.set()
             await asyncio.sleep(600)
 
@@ -324,23 +330,23 @@ TRACES_TASK = {"start": {"url": "/sites/bank/transactions"}, "control": {"role":
 async def unit_on_kept_browser(unit, worker):
     "The engine's unit: 'leave' leaves every trace a unit can, 'look' reports what it sees, 'fail' fails mid-block."
     async with worker.browser(TRACES_TASK) as bs:
-        chromium = H.browser_processes(bs._webmix_dir)[0].pid
-        sid = await H.session_id(bs, worker.base)
+        chromium = HS.browser_processes(bs._webmix_dir)[0].pid
+        sid = await HS.session_id(bs, worker.base)
         if unit["do"] == "leave":
-            await H.evaluate(bs, LEAVE_TRACES)
+            await HS.evaluate(bs, LEAVE_TRACES)
             await bs._cdp_client_root.send.Browser.grantPermissions(params={"permissions": ["geolocation", "clipboardReadWrite", "clipboardSanitizedWrite"]})
-            await H.evaluate(bs, "document.querySelector('[data-control-id=transactions-download]').click()")  # a download
+            await HS.evaluate(bs, "document.querySelector('[data-control-id=transactions-download]').click()")  # a download
             for _ in range(100):
                 if bs.downloaded_files: break
                 await asyncio.sleep(0.05)
-            H.ROUTER_NOTES[id(bs)] = "a note for the next step"
+            HS.ROUTER_NOTES[id(bs)] = "a note for the next step"
             await bs._cdp_client_root.send.Target.createTarget(params={"url": worker.base + "/sites/bank/"})  # a tab
             await asyncio.sleep(0.3)                                  # browser-use learns of it
         if unit["do"] == "fail": raise RuntimeError("the unit failed")
-        log = [e["path"] for e in (await H.admin_get(bs, worker.base, "/_admin/log"))["entries"]]
-        return {"ok": True, "chromium": chromium, "sid": sid, "seen": await H.evaluate(bs, LOOK), "tabs": len(await bs.get_tabs()),
+        log = [e["path"] for e in (await HS.admin_get(bs, worker.base, "/_admin/log"))["entries"]]
+        return {"ok": True, "chromium": chromium, "sid": sid, "seen": await HS.evaluate(bs, LOOK), "tabs": len(await bs.get_tabs()),
                 "downloads": [*bs.downloaded_files, *map(str, H.Path(bs.browser_profile.downloads_path).iterdir())],
-                "note": id(bs) in H.ROUTER_NOTES, "log": log}
+                "note": id(bs) in HS.ROUTER_NOTES, "log": log}
 
 
 def test_kept_browser_isolates_units(tmp_path):
@@ -361,4 +367,4 @@ def test_kept_browser_isolates_units(tmp_path):
     assert looked["sid"] != left["sid"] and looked["log"] == ["/sites/bank/transactions"]
     assert not r["3-fail"]["ok"] and "the unit failed" in r["3-fail"]["cause"]
     assert r["4-look"]["chromium"] != left["chromium"]
-    assert not H.browser_processes(tmp_path)
+    assert not HS.browser_processes(tmp_path)

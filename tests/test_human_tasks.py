@@ -15,10 +15,10 @@ from playwright.async_api import async_playwright
 
 from webmix.world.catalog import FAMILY_OF, MACROS
 from webmix.config import CHROMIUM, admin_headers
-from webmix.agents.harness import playwright_session
+from webmix.agents.session import playwright_session
 from webmix.world.checks import merge_server_log, verify_task
 from webmix.eval.evaluate import human_tasks
-from webmix.eval.policy import wrong_script
+from webmix.eval.policy_plans import wrong_script
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SPLIT = {k: set(v) for k, v in json.loads((DATA / "site_split.json").read_text()).items()}

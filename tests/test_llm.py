@@ -9,6 +9,9 @@ import openai
 import pytest
 
 from webmix.agents import harness as H          # before browser_use: harness imports it with webmix's import-time settings
+from webmix.agents import actions as HA
+from webmix.agents import offline as HO
+from webmix.agents import session as HS
 from webmix.world import checks
 from webmix.data import plan_data as P
 from webmix.data import replay as R
@@ -232,11 +235,11 @@ def test_make_llm_drives_an_agent_step_on_miniweb(base):
     async def run(llm):
         task = {"start": {"url": "/sites/shop/products"}, "control": {"role": "target", "prep": {}}}
         async with H.browser(base, task) as bs:
-            agent = H.Agent(task=H.instruction("Show only the books.", H.start_url(base, task)), llm=llm, browser_session=bs,
-                            tools=H.make_tools(), max_failures=2, **H.AGENT_KWARGS)
-            return await agent.run(max_steps=4), (await H.admin_get(bs, base, "/_admin/log"))["entries"]
+            agent = H.Agent(task=H.instruction("Show only the books.", HS.start_url(base, task)), llm=llm, browser_session=bs,
+                            tools=HA.make_tools(), max_failures=2, **H.AGENT_KWARGS)
+            return await agent.run(max_steps=4), (await HS.admin_get(bs, base, "/_admin/log"))["entries"]
 
-    with ScriptedServer({"shop-lora": shop_specialist}) as srv, H.loopback_only() as hits:
+    with ScriptedServer({"shop-lora": shop_specialist}) as srv, HO.loopback_only() as hits:
         hist, log = asyncio.run(run(H.make_llm("shop-lora", srv.base_url, max_tokens=512)))
     assert hist.is_successful() and hist.final_result() == "Showing Books only.", hist.errors()
     assert any(e["path"] == "/sites/shop/products" and e["query"].get("category") == "Books" for e in log), log

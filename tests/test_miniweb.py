@@ -2,7 +2,7 @@
 
 Everything is driven by the sitemaps, so a new site spec is covered without touching this file.
 The seeded rows loaded in-process (same spec files, same fixed seed) are the oracle for what list pages,
-filters and exports must show; the server under test runs in its own process (webmix.world.miniweb.Servers).
+filters and exports must show; the server under test runs in its own process (webmix.world.servers.Servers).
 """
 import csv, io, json, re, socket, subprocess, sys, time
 from html.parser import HTMLParser
@@ -12,8 +12,10 @@ import pytest
 import requests
 
 from webmix.config import CHROMIUM, admin_headers
-from webmix.agents.harness import open_session, playwright_session_sync
-from webmix.world.miniweb import COOKIE, SpecError, load_site, load_sites, page_path
+from webmix.agents.session import open_session, playwright_session_sync
+from webmix.world.specs import SpecError
+from webmix.world.sites import load_site, load_sites, page_path
+from webmix.world.sessions import COOKIE
 
 ADMIN = admin_headers()                   # this process's admin key: the module's server was started by it
 
@@ -1206,7 +1208,7 @@ def test_servers_keep_answering_under_concurrent_load(free_port):
     down): every request answers. Waitress logs a warning for each request that waits for a thread; that output must
     not be able to stall the server."""
     from concurrent.futures import ThreadPoolExecutor
-    from webmix.world.miniweb import Servers
+    from webmix.world.servers import Servers
     n_clients, n_each = 50, 100
     with Servers(ports=[free_port]) as srv:
         url, failures = srv.bases[0] + "/static/webmix.css", []
@@ -1226,7 +1228,7 @@ def test_servers_keep_answering_under_concurrent_load(free_port):
 def test_each_server_process_runs_on_one_cpu_of_its_own():
     "A GIL-bound server spread over cores pays a cross-core hand-off per GIL switch: Servers pins each to one CPU, in turn."
     import os, psutil
-    from webmix.world.miniweb import Servers, free_ports
+    from webmix.world.servers import Servers, free_ports
     allowed = sorted(os.sched_getaffinity(0))
     with Servers(ports=free_ports(2)) as srv:
         pinned = [psutil.Process(p.pid).cpu_affinity() for p in srv.procs]
@@ -1237,7 +1239,7 @@ def test_each_server_process_runs_on_one_cpu_of_its_own():
 
 def test_a_data_folder_without_its_site_split_stops_the_server_at_once(tmp_path, monkeypatch, free_port):
     "WEBMIX_DATA set to an empty folder: the server exits naming what is missing, instead of answering 500s."
-    from webmix.world.miniweb import Servers
+    from webmix.world.servers import Servers
     monkeypatch.setenv("WEBMIX_DATA", str(tmp_path))
     with pytest.raises(RuntimeError, match="no site split here"):
         with Servers(ports=[free_port], timeout=30): pass

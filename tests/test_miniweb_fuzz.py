@@ -20,8 +20,11 @@ import pytest
 from flask import got_request_exception
 
 from webmix.config import admin_headers
-from webmix.world.miniweb import (COOKIE, FLAG_PARSERS, MAX_BODY, MAX_FORM_PARTS, MAX_FORM_TEXT, MAX_REPORT_BYTES, MAX_REPORT_DEPTH,
-                            MAX_REPORTS, MAX_REPORTS_BYTES, MAX_UPLOAD_BYTES, MAX_UPLOADS, create_app, load_sites)
+from webmix.world.sites import load_sites
+from webmix.world.sessions import COOKIE
+from webmix.world.pages import MAX_UPLOAD_BYTES, MAX_UPLOADS
+from webmix.world.admin import FLAG_PARSERS, MAX_REPORT_BYTES, MAX_REPORT_DEPTH, MAX_REPORTS, MAX_REPORTS_BYTES
+from webmix.world.miniweb import MAX_BODY, MAX_FORM_PARTS, MAX_FORM_TEXT, create_app
 
 SITES = load_sites()
 SEED = 2026

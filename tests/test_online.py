@@ -128,6 +128,7 @@ def test_two_processes_never_share_a_website_and_keep_its_cooldown(tmp_path):
 
 def test_online_cli_writes_the_webjudge_layout_resumes_and_keeps_hints_out(tmp_path, base):
     from webmix.agents import harness as H
+    from webmix.agents import session as HS
     from webmix.eval.policy import serve_policy
     site = base + "/sites"
     hints = {"shop-1": "PRIVILEGED-HINT-7 the lamp costs 42", "forum-1": "PRIVILEGED-HINT-9 thread one"}
@@ -169,7 +170,7 @@ def test_online_cli_writes_the_webjudge_layout_resumes_and_keeps_hints_out(tmp_p
         shots = {}
         async with H.browser(None) as bs:
             for p in paths:
-                await H.goto(bs, base + p)
+                await HS.goto(bs, base + p)
                 png = await bs.take_screenshot()
                 shots[p] = base64.b64decode(png) if isinstance(png, str) else png
         return shots
@@ -217,7 +218,8 @@ def test_online_cli_writes_the_webjudge_layout_resumes_and_keeps_hints_out(tmp_p
 
 def test_a_timed_out_episode_keeps_its_steps_and_the_planner_agent_merges_its_turns(tmp_path, base):
     from webmix.agents.llm import ScriptedServer
-    from webmix.eval.policy import ScriptedPolicy, agent_reply, history_marks, request_text
+    from webmix.eval.policy_play import ScriptedPolicy
+    from webmix.eval.policy_prompt import agent_reply, history_marks, request_text
     policy, release = ScriptedPolicy(seed=1), threading.Event()
 
     def slow(body):
@@ -279,7 +281,7 @@ def strings_of(x):
 
 def test_hints_that_json_escapes_and_dict_hints_and_their_echoes_leave_no_trace(tmp_path, base):
     from webmix.agents.llm import ScriptedServer
-    from webmix.eval.policy import agent_reply, history_marks, request_text
+    from webmix.eval.policy_prompt import agent_reply, history_marks, request_text
     hints = {"esc-1": 'PRIV-1 line one\nsays "use the lamp" at C:\\shop\\lamp',
              "dict-1": {"answer": 'PRIV-2 the "Desk lamp"', "steps": ["open C:\\list", "line\nbreak"]}}
     tasks = [{"task_id": "esc-1", "confirmed_task": "Find the cheapest lamp.", "website": f"{base}/sites/shop/products",

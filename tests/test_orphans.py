@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psutil
 
-from webmix.world.miniweb import free_ports, port_free
+from webmix.world.servers import free_ports, port_free
 from webmix.runs import HOST
 
 CHROMIUM = "/usr/bin/chromium"

@@ -13,7 +13,7 @@ from webmix.data import plan_data as P
 from webmix.data import replay as R
 from webmix.data.chains import chain_key, chain_specs, follow, record
 from webmix.config import append_jsonl
-from webmix.world.miniweb import Servers, free_ports
+from webmix.world.servers import Servers, free_ports
 from webmix.runs import Worker
 from webmix.data.pool import kept, pool_items
 
@@ -25,7 +25,8 @@ def _facts():
     "A product's name and price, and the shop's SKU prefix, as the seeded shop shows them."
     import re
     from webmix.config import admin_headers
-    from webmix.world.miniweb import COOKIE, create_app
+    from webmix.world.sessions import COOKIE
+    from webmix.world.miniweb import create_app
     c = create_app().test_client()
     c.set_cookie(COOKIE, c.get("/_admin/session-flags", headers=admin_headers()).get_json()["session"])
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", c.get("/sites/shop/products/3").get_data(as_text=True)))

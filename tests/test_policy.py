@@ -22,10 +22,14 @@ import jsonschema
 import pytest
 
 from webmix.agents import harness as H          # before browser_use: harness imports it with webmix's import-time settings
+from webmix.agents import actions as HA
+from webmix.agents import session as HS
 from webmix.cli import main as webmix
-from webmix.eval.evaluate import human_tasks, load_results, run_evaluate
-from webmix.world.miniweb import free_ports
-from webmix.eval.policy import action_schemas, serve_policy
+from webmix.eval.episode import load_results
+from webmix.eval.evaluate import human_tasks, run_evaluate
+from webmix.world.servers import free_ports
+from webmix.eval.policy import serve_policy
+from webmix.eval.policy_prompt import action_schemas
 from webmix.data.tasks import all_tasks
 
 REPRESENTATIVE = [
@@ -171,12 +175,12 @@ def test_unknown_task_gets_the_generic_episode(base):
     async def run():
         with serve_policy(port=0) as llm:
             async with H.browser() as bs:
-                await H.new_miniweb_session(bs, base)
+                await HS.new_miniweb_session(bs, base)
                 start = base + "/sites/travel/flights"
-                await H.goto(bs, start)
+                await HS.goto(bs, start)
                 agent = H.Agent(task=H.instruction("Find me a cheap flight to the moon and book it.", start),
                                 llm=H.make_llm("qwen35-4b", llm.base_url), browser_session=bs,
-                                tools=H.make_tools(exclude=H.JS_ACTIONS), **H.AGENT_KWARGS)
+                                tools=HA.make_tools(exclude=HA.JS_ACTIONS), **H.AGENT_KWARGS)
                 try: return await agent.run(max_steps=6)
                 finally: H.drop_agent_folders(agent)
     hist = asyncio.run(run())

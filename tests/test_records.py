@@ -6,7 +6,7 @@ from webmix import formats as F
 from webmix.eval.evaluate import human_tasks
 from webmix.records import (KINDS, DatagenTask, HumanTask, OnlineTask, ProposedTask, TaskFileError, as_task,
                             MAX_INSTRUCTION)
-from webmix.eval.taskgen import task_line
+from webmix.eval.propose import task_line
 from webmix.data.tasks import all_tasks
 
 

@@ -6,7 +6,10 @@ import pytest
 import yaml
 
 from webmix.config import SITES_DIR, admin_headers
-from webmix.world.miniweb import Servers, SpecError, free_ports, load_sites, site_summary
+from webmix.world.specs import SpecError
+from webmix.world.sites import load_sites
+from webmix.world.admin import site_summary
+from webmix.world.servers import Servers, free_ports
 
 
 def write_copy(folder, name, of="shop"):

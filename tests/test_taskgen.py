@@ -1,22 +1,32 @@
-"""webmix.eval.taskgen and webmix.eval.judge end to end: tasks proposed by the scripted proposer, attempted by evaluation's base
+"""Taskgen (webmix.eval.propose, taskjudge, taskgen) and webmix.eval.judge end to end: tasks proposed by the scripted proposer, attempted by evaluation's base
 arm against the scripted policy in Chromium (with human-style tasks of the training sites beside them, whose verifier grades are the truth),
 judged by the scripted judges through the real openai and google-genai clients (faults, retries, the cache, a SIGKILL),
 validated against the verifiers, and selected as rows up to a budget."""
 import contextlib, io, json, os, re, shutil, signal, subprocess, sys, threading, time
+from pathlib import Path
 
 import pytest
 
-from webmix import formats
+from webmix import formats, runs
 from webmix.agents import llm
+from webmix.config import json_lines
 from webmix.eval import judge as J
+from webmix.eval import propose as PR
+from webmix.eval import stand_ins as S
 from webmix.eval import taskgen as T
+from webmix.eval import taskjudge as TJ
 from webmix.cli import main as cli
 from webmix.eval.evaluate import human_tasks, load_tasks, run_evaluate
-from webmix.world.miniweb import free_ports
+from webmix.world.servers import free_ports
 from webmix.eval.policy import serve_policy
 
 HUMAN_IDS = ("start-board-card", "export-budget-outdoor-gear", "second-page-top-poster", "count-short-available-books")
 HUMAN = len(HUMAN_IDS)                        # human-style episodes beside the proposed ones: the validation set
+
+
+def read_lines(path) -> list:
+    "The objects of a JSON-lines file."
+    return [v for _, v in json_lines(Path(path).read_text(), path)]
 
 
 @pytest.fixture(scope="module")
@@ -38,16 +48,16 @@ def test_propose_writes_tasks_evaluation_runs(run):
     assert run["code"] == 0
     first = run["stdout"].splitlines()[0]
     assert first.startswith("no model server named") and "stand-ins" in first and "real model" in first
-    lines = T.read_jsonl(run["dir"] / "tasks.jsonl")
+    lines = read_lines(run["dir"] / "tasks.jsonl")
     assert len(lines) == 4 and {t["site"] for t in lines} == {"shop", "kanban"}
     for t in lines:
         assert formats.problems("proposed_task", t) == []
-        assert t["start_path"] == f"/sites/{t['site']}/" and t["proposer"] == T.STAND_IN
+        assert t["start_path"] == f"/sites/{t['site']}/" and t["proposer"] == S.STAND_IN
     # resumable by site: a rerun with one more site proposes for that site only
-    counts = T.propose(run["dir"] / "tasks.jsonl", sites=["shop", "kanban", "hr"], per_site=2, say=lambda *_: None)
-    assert counts == {"hr": 2} and len(T.read_jsonl(run["dir"] / "tasks.jsonl")) == 6
+    counts = PR.propose(run["dir"] / "tasks.jsonl", sites=["shop", "kanban", "hr"], per_site=2, say=lambda *_: None)
+    assert counts == {"hr": 2} and len(read_lines(run["dir"] / "tasks.jsonl")) == 6
     # every episode ran, the proposed ones pending the judge with their rows
-    res = {r["task_id"]: r for r in T.runs.latest(T.runs.read_results(run["run"])).values()}
+    res = {r["task_id"]: r for r in runs.latest(runs.read_results(run["run"])).values()}
     assert len(res) == 4 + HUMAN
     for t in run["proposed"]:
         r, ep = res[t["task_id"]], run["run"] / t["task_id"]
@@ -58,22 +68,22 @@ def test_propose_writes_tasks_evaluation_runs(run):
 
 def test_judge_evidence_faults_retries_cache_and_gemini(run, tmp_path):
     rdir = run["run"]
-    eps = T.run_episodes(rdir)
+    eps = TJ.run_episodes(rdir)
     keys = [k for k, *_ in eps]
     humans = [t["task_id"] for t in run["humans"]]
     flaky, broken = run["proposed"][0]["task_id"], run["proposed"][1]["task_id"]
     verdicts = {k: ("SUCCESS" if i % 2 == 0 else "NOT SUCCESS") for i, k in enumerate(humans)}
-    judge = T.ScriptedJudge(seed=5, verdicts=verdicts, delay=5.0,
+    judge = TJ.ScriptedJudge(seed=5, verdicts=verdicts, delay=5.0,
                             faults={flaky: ["http500", "malformed"],        # one request per try: the client's retries are off
                                     broken: ["timeout", "http500", "malformed"]})
     with llm.ScriptedServer(judge) as srv:
-        spec = T.model_spec("scripted-judge", srv.base_url, timeout=2.5)
-        s = T.judge_run(rdir, spec, workers=3, progress=False, say=lambda *_: None)
+        spec = S.model_spec("scripted-judge", srv.base_url, timeout=2.5)
+        s = TJ.judge_run(rdir, spec, workers=3, progress=False, say=lambda *_: None)
         # the broken episode failed three times: an error line, no verdict, not counted
         assert s["errors"] == 1 and s["not_judged"] == [broken] and s["judged"] == len(keys) - 1, (s, judge.requests)
-        jdir = T.judge_dir(rdir)
+        jdir = TJ.judge_dir(rdir)
         assert not (jdir / f"{broken}.json").exists()
-        err = T.read_jsonl(jdir / "errors.jsonl")
+        err = read_lines(jdir / "errors.jsonl")
         assert [e["task_id"] for e in err] == [broken] and "try 3" in err[0]["error"]
         assert formats.check_jsonl("judge_error", jdir / "errors.jsonl") == []
         assert formats.problems("judge_summary", json.loads((jdir / "_summary.json").read_text())) == []
@@ -82,34 +92,34 @@ def test_judge_evidence_faults_retries_cache_and_gemini(run, tmp_path):
         assert rec["tries"] == 3 and formats.problems("judge_record", rec) == []
         for k in humans: assert json.loads((jdir / f"{k}.json").read_text())["verdict"] == verdicts[k]
         # the prompt carries the backend evidence: the session's requests and data changes, and the screenshots
-        req = next(r for r in srv.requests if isinstance(r, dict) and T.episode_of(T.user_text(r)) == humans[0])
-        text, g = T.user_text(req), json.loads((rdir / humans[0] / "grade_inputs.json").read_text())
-        logged = [e for e in g["log"] if not T.SKIP_PATH.search(e["path"])]
+        req = next(r for r in srv.requests if isinstance(r, dict) and TJ.episode_of(S.user_text(r)) == humans[0])
+        text, g = S.user_text(req), json.loads((rdir / humans[0] / "grade_inputs.json").read_text())
+        logged = [e for e in g["log"] if not TJ.SKIP_PATH.search(e["path"])]
         assert logged and f"{logged[-1]['method']} {logged[-1]['path']}" in text.split("SERVER REQUESTS")[1]
-        assert T.fmt_changes(g["changes"]) in text and T.image_count(req) == len(T.shot_paths(rdir / humans[0])) >= 2
+        assert TJ.fmt_changes(g["changes"]) in text and S.image_count(req) == len(TJ.shot_paths(rdir / humans[0])) >= 2
         # a rerun judges only the episode without a verdict: every other one is cached
         before = len(judge.requests)
-        s2 = T.judge_run(rdir, spec, workers=3, progress=False, say=lambda *_: None)
+        s2 = TJ.judge_run(rdir, spec, workers=3, progress=False, say=lambda *_: None)
         assert judge.requests[before:] == [broken] and s2["errors"] == 0 and s2["judged"] == len(keys)
     # the Gemini route: google-genai pointed at the scripted server
-    gem = T.ScriptedJudge(seed=5)
+    gem = TJ.ScriptedJudge(seed=5)
     with llm.ScriptedServer(gem) as srv, pytest.MonkeyPatch.context() as mp:
         mp.setenv("GOOGLE_GEMINI_BASE_URL", srv.root)
         mp.setenv("GEMINI_API_KEY", "test-key")
-        s = T.judge_run(rdir, T.model_spec("gemini-3.5-flash"), workers=2, out=tmp_path / "gem", progress=False,
+        s = TJ.judge_run(rdir, S.model_spec("gemini-3.5-flash"), workers=2, out=tmp_path / "gem", progress=False,
                         say=lambda *_: None)
         assert s["judged"] == len(keys) and all("gemini" in r for r in srv.requests[0:1] if isinstance(r, dict))
         assert json.loads((tmp_path / "gem" / f"{keys[0]}.json").read_text())["model"] == "gemini-3.5-flash"
 
 
 def test_validate_matches_a_hand_computed_confusion_matrix(run):
-    jdir = T.judge_dir(run["run"])
+    jdir = TJ.judge_dir(run["run"])
     if not jdir.exists(): pytest.skip("needs the judge test's records")
-    truth = {r["task_id"]: bool(r["ok"]) for r in T.runs.latest(T.runs.read_results(run["run"])).values() if r["kind"] == "human"}
+    truth = {r["task_id"]: bool(r["ok"]) for r in runs.latest(runs.read_results(run["run"])).values() if r["kind"] == "human"}
     said = {k: json.loads((jdir / f"{k}.json").read_text())["predicted_label"] == 1 for k in truth}
     tp = sum(truth[k] and said[k] for k in truth); tn = sum(not truth[k] and not said[k] for k in truth)
     fp = sum(said[k] and not truth[k] for k in truth); fn = sum(truth[k] and not said[k] for k in truth)
-    pairs, table = T.compare(run["run"], jdir)
+    pairs, table = TJ.compare(run["run"], jdir)
     a = table.iloc[0]
     assert (a.tp, a.fp, a.fn, a.tn, a.episodes) == (tp, fp, fn, tn, HUMAN)
     assert a.agreement == round((tp + tn) / HUMAN, 4)
@@ -117,18 +127,18 @@ def test_validate_matches_a_hand_computed_confusion_matrix(run):
     assert set(pairs.task_id) == set(truth)                          # proposed episodes have no verifier: left out
     by_site = table[table.by == "site"]
     assert by_site.episodes.sum() == HUMAN and set(by_site.group) == {t["site"] for t in run["humans"]}
-    fig = T.validation_figure(pairs, table)
+    fig = TJ.validation_figure(pairs, table)
     assert fig.data[0].z[0][0] == tp and fig.data[0].z[1][1] == tn
 
 
 def test_webjudge_on_miniweb_episodes_in_the_online_layout(run):
     online = J.as_online(run["run"])
-    assert sorted(p.name for p in online.iterdir()) == sorted(k for k, *_ in T.run_episodes(run["run"]))
+    assert sorted(p.name for p in online.iterdir()) == sorted(k for k, *_ in TJ.run_episodes(run["run"]))
     wj = J.ScriptedWebJudge(seed=2)
     handlers = {"webjudge_key_points": wj.key_points, "webjudge_screenshot": wj.screenshot, "webjudge_outcome": wj.outcome}
-    with llm.ScriptedServer(lambda r: T.stand_in_reply(r, **handlers)) as srv:
-        s = J.webjudge_run(online, T.model_spec("scripted-webjudge", srv.base_url), workers=1, progress=False, say=lambda *_: None)
-    out = T.judge_dir(online, "webjudge")
+    with llm.ScriptedServer(lambda r: S.stand_in_reply(r, **handlers)) as srv:
+        s = J.webjudge_run(online, S.model_spec("scripted-webjudge", srv.base_url), workers=1, progress=False, say=lambda *_: None)
+    out = TJ.judge_dir(online, "webjudge")
     assert out.parent == online.parent and not any(p.is_dir() for p in out.iterdir())   # beside the folder, plain files
     assert s["judged"] == s["episodes"] == 4 + HUMAN and s["errors"] == 0
     # per episode: one key-point call, one call per screenshot, then the outcome with the screenshots scored >= 3
@@ -149,7 +159,7 @@ def test_webjudge_on_miniweb_episodes_in_the_online_layout(run):
         rec = json.loads(f.read_text())
         assert formats.problems("judge_record", rec) == [] and rec["method"] == "webjudge"
         assert rec["chosen"] == [x["image"] for x in rec["scores"] if x["score"] >= 3]
-    pairs, table = T.compare(run["run"], out)
+    pairs, table = TJ.compare(run["run"], out)
     assert table.iloc[0].episodes == HUMAN
     # the command on an online output folder, no model server named: the stand-ins, one verdict file per episode
     copy = online.with_name("copy")
@@ -162,10 +172,10 @@ def test_webjudge_on_miniweb_episodes_in_the_online_layout(run):
 
 
 def test_rows_budget_interleaving_and_schema(run, tmp_path):
-    jdir = T.judge_dir(run["run"])
+    jdir = TJ.judge_dir(run["run"])
     if not jdir.exists(): pytest.skip("needs the judge test's records")
     wins = [t["task_id"] for t in run["proposed"] if json.loads((jdir / f"{t['task_id']}.json").read_text())["predicted_label"]]
-    steps = {k: len(T.read_jsonl(run["run"] / k / "rows" / "rows.jsonl")) for k in wins}
+    steps = {k: len(read_lines(run["run"] / k / "rows" / "rows.jsonl")) for k in wins}
     assert wins and all(steps.values())
     order = T.interleave([t["task_id"] for t in run["proposed"]], T.site_of_task)
     assert [T.site_of_task(k) for k in order] == ["kanban", "shop", "kanban", "shop"]      # sites take turns
@@ -191,13 +201,13 @@ def test_rows_budget_interleaving_and_schema(run, tmp_path):
 def test_sigkill_during_judge_then_rerun_judges_no_episode_twice(run, tmp_path):
     rdir = tmp_path / "run"
     shutil.copytree(run["run"], rdir, ignore=shutil.ignore_patterns("rows", "history.json"))
-    keys = [k for k, *_ in T.run_episodes(rdir)]
-    slow = T.ScriptedJudge(seed=1, delay=1.0, faults={k: ["timeout"] for k in keys})   # every first answer takes 1 s
+    keys = [k for k, *_ in TJ.run_episodes(rdir)]
+    slow = TJ.ScriptedJudge(seed=1, delay=1.0, faults={k: ["timeout"] for k in keys})   # every first answer takes 1 s
     with llm.ScriptedServer(slow) as srv:
         code = (f"import sys; from webmix.cli import main; sys.exit(main(['taskgen', 'judge', {str(rdir)!r}, '--base-url', "
                 f"{srv.base_url!r}, '--model', 'scripted-judge', '--workers', '1']))")
         p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        jdir = T.judge_dir(rdir)
+        jdir = TJ.judge_dir(rdir)
         t0 = time.time()
         while time.time() - t0 < 120 and len([f for f in jdir.glob("*.json") if not f.name.startswith("_")]) < 2 and p.poll() is None:
             time.sleep(0.1)
@@ -206,7 +216,7 @@ def test_sigkill_during_judge_then_rerun_judges_no_episode_twice(run, tmp_path):
         judged = {f.stem for f in jdir.glob("*.json") if not f.name.startswith("_")}
         assert 2 <= len(judged) < len(keys)
         before = len(slow.requests)
-        s = T.judge_run(rdir, T.model_spec("scripted-judge", srv.base_url), workers=2, progress=False, say=lambda *_: None)
+        s = TJ.judge_run(rdir, S.model_spec("scripted-judge", srv.base_url), workers=2, progress=False, say=lambda *_: None)
         again = set(slow.requests[before:])
     assert s["judged"] == len(keys) and s["errors"] == 0
     assert not again & judged and again == set(keys) - judged
@@ -218,7 +228,7 @@ ELEMENT_LINE = re.compile(r'<[a-z0-9-]+( [a-z-]+="[^"]*")*>( .+)? -> ')     # th
 def test_as_online_writes_the_action_lines_the_online_runner_writes(run, tmp_path):
     online = J.as_online(run["run"], tmp_path / "online")
     clicks = 0
-    for key, ep, _, _ in T.run_episodes(run["run"]):
+    for key, ep, _, _ in TJ.run_episodes(run["run"]):
         result = json.loads((online / key / "result.json").read_text())
         acts = [next(iter(a.items())) for a in json.loads((ep / "grade_inputs.json").read_text())["actions"]]
         acts = [(name, params) for name, params in acts if name not in ("done", "macro_done")]    # an answer, not an action
@@ -247,7 +257,8 @@ def kill_listener(port) -> None:
 
 
 def test_validation_leaves_out_episodes_no_verifier_graded(tmp_path):
-    from webmix.eval.policy import ScriptedPolicy, history_marks, request_text
+    from webmix.eval.policy_play import ScriptedPolicy
+    from webmix.eval.policy_prompt import history_marks, request_text
     ids = {"graded": "start-board-card", "slow": "second-page-top-poster", "broken": "count-short-available-books"}
     tasks = {t["task_id"]: t for t in human_tasks("train") if t["task_id"] in ids.values()}
     policy, release, port = ScriptedPolicy(seed=3), threading.Event(), free_ports(1)[0]
@@ -265,30 +276,30 @@ def test_validation_leaves_out_episodes_no_verifier_graded(tmp_path):
         try: run_evaluate([tasks[ids[k]] for k in ("graded", "slow", "broken")], rdir, vllm=srv.base_url, base_name="base",
                           timeout=45, workers=1, ports=[port], progress=False)
         finally: release.set()
-    lines = T.runs.latest(T.runs.read_results(rdir))
+    lines = runs.latest(runs.read_results(rdir))
     assert lines[ids["slow"]]["cause"].startswith("timeout") and lines[ids["broken"]]["ok"] is None, lines
     assert json.loads((rdir / ids["broken"] / "grade_inputs.json").read_text()).get("error"), "the server died: no grade inputs"
     truth = bool(lines[ids["graded"]]["ok"])
     right = {ids["graded"]: "SUCCESS" if truth else "NOT SUCCESS", ids["slow"]: "SUCCESS", ids["broken"]: "SUCCESS"}
     wrong = {**right, ids["graded"]: "NOT SUCCESS" if truth else "SUCCESS"}
     # a right judge agrees on every graded episode; the two graded by nothing are counted apart, not as false positives
-    with llm.ScriptedServer(T.ScriptedJudge(verdicts=right)) as srv:
-        r = T.validate(rdir, T.model_spec("scripted-judge", srv.base_url), workers=1, progress=False, say=lambda *_: None)
+    with llm.ScriptedServer(TJ.ScriptedJudge(verdicts=right)) as srv:
+        r = TJ.validate(rdir, S.model_spec("scripted-judge", srv.base_url), workers=1, progress=False, say=lambda *_: None)
     a = r["table"].iloc[0]
     assert (a.episodes, a.agreement, a.fp, a.ungraded) == (1, 1.0, 0, 2), r["table"]
     assert sorted((u["task_id"], u["why"]) for u in r["ungraded"]) == sorted([(ids["slow"], "timeout"), (ids["broken"], "error")])
     assert set(r["pairs"].task_id) == {ids["graded"]} and r["table"][r["table"].by == "site"].ungraded.sum() == 2
-    saved = json.loads((T.judge_dir(rdir) / "_validate.json").read_text())
+    saved = json.loads((TJ.judge_dir(rdir) / "_validate.json").read_text())
     assert saved["metrics"]["ungraded"] == 2 and len(saved["ungraded"]) == 2
     # a wrong judge disagrees
-    with llm.ScriptedServer(T.ScriptedJudge(verdicts=wrong)) as srv:
-        T.judge_run(rdir, T.model_spec("scripted-judge", srv.base_url), workers=1, out=tmp_path / "wrong", progress=False,
+    with llm.ScriptedServer(TJ.ScriptedJudge(verdicts=wrong)) as srv:
+        TJ.judge_run(rdir, S.model_spec("scripted-judge", srv.base_url), workers=1, out=tmp_path / "wrong", progress=False,
                     say=lambda *_: None)
-    assert T.compare(rdir, tmp_path / "wrong")[1].iloc[0].agreement == 0.0
+    assert TJ.compare(rdir, tmp_path / "wrong")[1].iloc[0].agreement == 0.0
     # WebJudge's validation path: the same episodes left out
     by_text = {tasks[k]["instruction"]: v for k, v in right.items()}
-    with llm.ScriptedServer(lambda req: T.stand_in_reply(req, **webjudge_handlers(J.ScriptedWebJudge(verdicts=by_text)))) as srv:
-        w = J.validate_judge(rdir, "webjudge", T.model_spec("scripted-webjudge", srv.base_url), workers=1, progress=False,
+    with llm.ScriptedServer(lambda req: S.stand_in_reply(req, **webjudge_handlers(J.ScriptedWebJudge(verdicts=by_text)))) as srv:
+        w = J.validate_judge(rdir, "webjudge", S.model_spec("scripted-webjudge", srv.base_url), workers=1, progress=False,
                              say=lambda *_: None)
     b = w["table"].iloc[0]
     assert (b.episodes, b.agreement, b.ungraded) == (1, 1.0, 2) and len(w["ungraded"]) == 2

@@ -1,4 +1,4 @@
-"""webmix.views.viewers on episodes the real runners wrote (datagen on the shop, one plan-data chain, one evaluation episode
+"""webmix.views on episodes the real runners wrote (datagen on the shop, one plan-data chain, one evaluation episode
 against the scripted stand-in policy), a malformed folder, the SFT export, verdicts, dashboards, and the EpisodeViewer
 live in JupyterLab, driven in Chromium."""
 import json, os, shutil, signal, subprocess, sys, time, urllib.request
@@ -6,8 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from webmix.views.viewers import viewers as V
-from webmix.world.miniweb import free_ports
+from webmix.views.episodes import ViewError, find_episodes, load_episode, read_json
+from webmix.views.episode_viewer import EpisodeViewer, esc, thumbnail
+from webmix.views.rows import RowsInspector, counts_figure, export_sft, messages_from_hf
+from webmix.views.verdicts import VerdictInspector, confusion, load_verdicts
+from webmix.views.dashboard import run_dashboard, run_results
+from webmix.world.servers import free_ports
 from webmix import runs
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -36,7 +40,7 @@ def episodes(tmp_path_factory):
 
 
 def _dirs(run):
-    return [e["path"] for e in V.find_episodes(run)]
+    return [e["path"] for e in find_episodes(run)]
 
 
 def test_each_kind_of_episode_steps_with_screens_actions_and_verdicts(episodes):
@@ -44,20 +48,20 @@ def test_each_kind_of_episode_steps_with_screens_actions_and_verdicts(episodes):
     # datagen: steps from trajectory.json, step_N.png before and step_N+1.png after, the gate's verdict
     kept = sorted((dg / "accepted").iterdir())
     assert kept, "datagen kept nothing"
-    e = V.load_episode(kept[0])
+    e = load_episode(kept[0])
     traj = json.loads((kept[0] / "trajectory.json").read_text())
     assert e.kind == "datagen" and len(e.steps) == len(traj["steps"]) and e.verdict["ok"] is True
     assert e.steps[0].before.name == "step_1.png" and (len(e.steps) == 1 or e.steps[0].after.name == "step_2.png")
     assert e.steps[0].memory == traj["steps"][0]["memory"] and e.box_note      # no box recorded: said so
     # a planner chain: one step per row, each with its screenshot, the reply as the raw target
     chain = next(p for p in _dirs(plan))
-    c = V.load_episode(chain)
+    c = load_episode(chain)
     rows = [json.loads(l) for l in (chain / "rows.jsonl").read_text().splitlines()]
     assert c.kind == "chain" and len(c.steps) == len(rows) and all(s.before and s.before.is_file() for s in c.steps)
     assert [s.reply for s in c.steps] == [r["target"] for r in rows] and c.verdict is not None
     # an evaluation episode: the clicked element's box, the backend's requests split over the steps, models by step
     key = next(p for p in _dirs(ev))
-    x = V.load_episode(key)
+    x = load_episode(key)
     line = runs.latest(runs.read_results(ev))[key.name]
     assert x.kind == "evaluation" and x.verdict["ok"] == line["ok"] and x.verdict["detail"] == line["detail"]
     assert any(s.box for s in x.steps), "no click with a box"
@@ -66,17 +70,17 @@ def test_each_kind_of_episode_steps_with_screens_actions_and_verdicts(episodes):
     assert sum(len(s.backend.get("requests", [])) for s in x.steps) <= len(g["log"])
     # the widget: the slider moves the step shown; the static form carries the screenshots and its own stepper
     for path, ep in ((kept[0], e), (chain, c), (key, x)):
-        v = V.EpisodeViewer(path)
+        v = EpisodeViewer(path)
         sv = v.children[0]
         assert v.error is None and sv.slider.max == len(ep.steps) and "data:image/jpeg;base64," in sv.screens.value
         first = sv.details.value
         if len(ep.steps) > 1:
             sv.next.click()
-            assert sv.slider.value == 2 and sv.details.value != first and V.esc(ep.steps[1].action) in sv.details.value
+            assert sv.slider.value == 2 and sv.details.value != first and esc(ep.steps[1].action) in sv.details.value
         html = v._repr_mimebundle_()["text/html"]
         assert "type='range'" in html and html.count("data:image/jpeg;base64,") >= 1
     # a folder of episodes: a list with filters
-    run = V.EpisodeViewer(dg)
+    run = EpisodeViewer(dg)
     assert len(run.episodes) == len(list((dg / "accepted").iterdir())) + len(list((dg / "rejected").glob("*"))
                                                                               if (dg / "rejected").exists() else [])
     macro = run.episodes[0]["macro"]
@@ -89,14 +93,14 @@ def test_online_layout_episodes(episodes):
     "The online layout (result.json + trajectory/<i>_full_screenshot.png), as webmix.eval.judge writes it from an evaluation run."
     J = pytest.importorskip("webmix.eval.judge")
     online = J.as_online(episodes["eval"])
-    eps = V.find_episodes(online)
+    eps = find_episodes(online)
     assert eps and all(e["kind"] == "online" for e in eps)
-    e = V.load_episode(eps[0]["path"])
+    e = load_episode(eps[0]["path"])
     r = json.loads((eps[0]["path"] / "result.json").read_text())
     assert len(e.steps) == len(r["action_history"]) and e.instruction == r["task"]
     assert e.steps[0].before.name == "0_full_screenshot.png" and e.steps[0].after.name == "1_full_screenshot.png"
     assert [s.action for s in e.steps] == r["action_history"] and e.verdict["answer"] == r["final_result_response"]
-    v = V.EpisodeViewer(eps[0]["path"])
+    v = EpisodeViewer(eps[0]["path"])
     assert v.error is None and "data:image/jpeg" in v.children[0].screens.value
 
 
@@ -107,11 +111,11 @@ def test_malformed_folders_and_paths_outside_the_run_say_one_line(episodes, tmp_
     (tmp_path / "empty").mkdir()
     for path, words in ((bad, "trajectory.json: not valid JSON"), (tmp_path / "empty", "no episode folders"),
                         (tmp_path / "missing", "no such folder")):
-        v = V.EpisodeViewer(path)
+        v = EpisodeViewer(path)
         assert v.error and words in v.error and "\n" not in v.error, v.error
         assert "wm-error" in v._repr_mimebundle_()["text/html"]
-    with pytest.raises(V.ViewError) as ex:
-        V.load_episode(bad)
+    with pytest.raises(ViewError) as ex:
+        load_episode(bad)
     assert ex.value._render_traceback_() == [f"ViewError: {ex.value}"]      # IPython shows this line, no traceback
     # a row that names a file outside its folder, and a screenshot that is a symlink out of it
     chain = _dirs(episodes["plan"])[0]
@@ -119,16 +123,16 @@ def test_malformed_folders_and_paths_outside_the_run_say_one_line(episodes, tmp_
     shutil.copytree(chain, copy)
     lines = (copy / "rows.jsonl").read_text().replace('"url": "step_0.png"', '"url": "../../secret.png"')
     (copy / "rows.jsonl").write_text(lines)
-    assert "outside the run folder" in V.EpisodeViewer(copy).error
+    assert "outside the run folder" in EpisodeViewer(copy).error
     dg = sorted((episodes["dg"] / "accepted").iterdir())[0]
     sneaky = tmp_path / "run2" / dg.name
     shutil.copytree(dg, sneaky)
     (sneaky / "step_1.png").unlink()
     (sneaky / "step_1.png").symlink_to(dg / "step_1.png")
-    assert "outside the run folder" in V.EpisodeViewer(sneaky).error
-    assert "outside the run folder" in V.EpisodeViewer(dg, root=tmp_path).error
-    with pytest.raises(V.ViewError, match="no rows.jsonl"):
-        V.export_sft(tmp_path / "run2", tmp_path / "out")
+    assert "outside the run folder" in EpisodeViewer(sneaky).error
+    assert "outside the run folder" in EpisodeViewer(dg, root=tmp_path).error
+    with pytest.raises(ViewError, match="no rows.jsonl"):
+        export_sft(tmp_path / "run2", tmp_path / "out")
 
 
 def _png(size=(640, 450), color=(200, 220, 240)) -> bytes:
@@ -156,17 +160,17 @@ def test_a_bad_screenshot_is_a_note_in_its_place_and_the_export_refuses_it(tmp_p
     (d / "step_3.png").write_text("a text file, not an image")
     steps = [{"step": k, "action": "click", "params": {"index": k}, "memory": f"m{k}"} for k in (1, 2, 3)]
     (d / "trajectory.json").write_text(json.dumps({"task_id": d.name, "steps": steps}))
-    assert V.thumbnail(d / "step_1.png").startswith("data:image/jpeg;base64,")
+    assert thumbnail(d / "step_1.png").startswith("data:image/jpeg;base64,")
     for name, words in (("step_2.png", "a broken image"), ("step_3.png", "not an image file")):
-        with pytest.raises(V.ViewError) as ex: V.thumbnail(d / name)
+        with pytest.raises(ViewError) as ex: thumbnail(d / name)
         _one_line(str(ex.value), str(d / name), words)
-    v = V.EpisodeViewer(d)
+    v = EpisodeViewer(d)
     assert v.error is None, v.error
     sv = v.children[0]
     first = sv.screens.value                                                   # step 1: good before, truncated after
-    assert first.count("data:image/jpeg;base64,") == 1 and V.esc(f"{d / 'step_2.png'}: a broken image") in first
+    assert first.count("data:image/jpeg;base64,") == 1 and esc(f"{d / 'step_2.png'}: a broken image") in first
     sv.go(2)                                                                   # step 2: truncated before, text after
-    assert "data:image/jpeg" not in sv.screens.value and V.esc(f"{d / 'step_3.png'}: not an image file") in sv.screens.value
+    assert "data:image/jpeg" not in sv.screens.value and esc(f"{d / 'step_3.png'}: not an image file") in sv.screens.value
     static = v._repr_mimebundle_()["text/html"]
     assert static.count("data:image/jpeg;base64,") == 1 and "step_2.png: a broken image" in static
     assert "step_3.png: not an image file" in static and "s.before_note" in static
@@ -179,11 +183,11 @@ def test_a_bad_screenshot_is_a_note_in_its_place_and_the_export_refuses_it(tmp_p
                                        {"type": "image_url", "image_url": {"url": "step_0.png"}}]}
     (chain / "rows.jsonl").write_text(json.dumps({"task_id": chain.name, "step": 0, "messages": [msg],
                                                   "target": '{"action": [{"done": {"text": "ok"}}]}'}) + "\n")
-    ri = V.RowsInspector(chain)
-    assert ri.error is None and V.esc(f"{chain / 'step_0.png'}: a broken image") in ri.view.value
+    ri = RowsInspector(chain)
+    assert ri.error is None and esc(f"{chain / 'step_0.png'}: a broken image") in ri.view.value
     for fmt in ("openai", "hf"):
         if fmt == "hf": pytest.importorskip("datasets")
-        with pytest.raises(V.ViewError) as ex: V.export_sft(chain, tmp_path / f"sft-{fmt}", format=fmt)
+        with pytest.raises(ViewError) as ex: export_sft(chain, tmp_path / f"sft-{fmt}", format=fmt)
         _one_line(str(ex.value), str(chain / "step_0.png"), "a broken image")
 
 
@@ -197,39 +201,39 @@ def test_json_nested_too_deep_or_of_another_shape_is_one_line_naming_the_file(tm
     for text, words in ((deep, "nested more than 100 deep"), (deepish, "nested more than 100 deep"),
                         ("[]", "not a JSON object"), ('{"steps": [1, 2]}', "not a datagen episode as its runner writes one")):
         (d / "trajectory.json").write_text(text)
-        with pytest.raises(V.ViewError) as ex: V.load_episode(d)
+        with pytest.raises(ViewError) as ex: load_episode(d)
         _one_line(str(ex.value), str(d / "trajectory.json") if "datagen" not in words else str(d), words)
-        _one_line(V.EpisodeViewer(d).error, words)
+        _one_line(EpisodeViewer(d).error, words)
     (d / "trajectory.json").write_bytes(b"\xff\xfe\x00{")
-    _one_line(V.EpisodeViewer(d).error, "trajectory.json: not a text file")
+    _one_line(EpisodeViewer(d).error, "trajectory.json: not a text file")
     (d / "trajectory.json").unlink()
     (d / "trajectory.json").mkdir()                                            # a folder under the name: not a file
     (d / "history.json").write_text(deep)                                      # an evaluation episode's history
-    _one_line(V.EpisodeViewer(d).error, str(d / "history.json"), "nested more than 100 deep")
-    with pytest.raises(V.ViewError, match="trajectory.json: cannot be read"): V.read_json(d / "trajectory.json")
+    _one_line(EpisodeViewer(d).error, str(d / "history.json"), "nested more than 100 deep")
+    with pytest.raises(ViewError, match="trajectory.json: cannot be read"): read_json(d / "trajectory.json")
     # rows.jsonl, results.jsonl
     chain = tmp_path / "plan" / "c1"
     chain.mkdir(parents=True)
     (chain / "episode.json").write_text("{}")
     (chain / "rows.jsonl").write_text(json.dumps({"task_id": "c1", "messages": [], "target": "{}"}) + "\n" + deep + "\n")
-    _one_line(V.RowsInspector(chain).error, str(chain / "rows.jsonl") + " line 2", "nested more than 100 deep")
-    _one_line(V.EpisodeViewer(chain).error, "rows.jsonl line 2")
+    _one_line(RowsInspector(chain).error, str(chain / "rows.jsonl") + " line 2", "nested more than 100 deep")
+    _one_line(EpisodeViewer(chain).error, "rows.jsonl line 2")
     run = tmp_path / "ev"
     run.mkdir()
     (run / "results.jsonl").write_text(json.dumps({"task_id": "e1", "ok": True, "detail": "saved"}) + "\n" + deep + "\n")
-    for call in (V.find_episodes, V.run_results, V.load_verdicts):
-        with pytest.raises(V.ViewError) as ex: call(run)
+    for call in (find_episodes, run_results, load_verdicts):
+        with pytest.raises(ViewError) as ex: call(run)
         _one_line(str(ex.value), str(run / "results.jsonl"), "nested more than 100 deep")
     # verdicts: a verdict file too deep; a grade_inputs.json too deep is a note beside the judge's reasons
     (run / "results.jsonl").write_text(json.dumps({"task_id": "e1", "ok": True, "detail": "saved"}) + "\n")
     (run / "judge").mkdir()
     (run / "judge" / "e1.json").write_text(deep)
-    _one_line(V.VerdictInspector(run).error, str(run / "judge" / "e1.json"), "nested more than 100 deep")
+    _one_line(VerdictInspector(run).error, str(run / "judge" / "e1.json"), "nested more than 100 deep")
     (run / "judge" / "e1.json").write_text(json.dumps({"task_id": "e1", "predicted_label": 0, "reasons": "no"}))
     (run / "e1").mkdir()
     (run / "e1" / "grade_inputs.json").write_text(deep)
-    vi = V.VerdictInspector(run)
-    assert vi.error is None and V.esc(f"{run / 'e1' / 'grade_inputs.json'}: lists and objects nested") in vi.side.value
+    vi = VerdictInspector(run)
+    assert vi.error is None and esc(f"{run / 'e1' / 'grade_inputs.json'}: lists and objects nested") in vi.side.value
     vi.open_episode("e1")                                                      # the episode itself: one line
     _one_line(vi.episode.children[0].error, str(run / "e1" / "grade_inputs.json"), "nested more than 100 deep")
 
@@ -241,17 +245,17 @@ def _parts(content):
 def test_rows_inspector_and_export_sft_round_trip(episodes, tmp_path):
     import datasets
     plan, ev = episodes["plan"], episodes["eval"]
-    ri = V.RowsInspector(ev)
+    ri = RowsInspector(ev)
     src = [json.loads(l) for f in sorted(ev.rglob("rows.jsonl")) for l in f.read_text().splitlines()]
     assert ri.error is None and len(ri.df) == len(src) and set(ri.df["op"]) >= {"click", "done"}
     ri.filters["op"].value = "click"
     assert len(ri.filtered()) == (ri.df["op"] == "click").sum() and "<img src='data:image/jpeg" in ri.view.value
-    fig = V.counts_figure(ri.df)
+    fig = counts_figure(ri.df)
     assert sum(sum(t.y) for t in fig.data) == len(src)
     for rows_dir in (plan, ev):
         originals = [(json.loads(l), f.parent) for f in sorted(rows_dir.rglob("rows.jsonl")) for l in f.read_text().splitlines()]
         # OpenAI chat JSONL: a plain reader gets the messages back, images beside it with the same bytes
-        out = V.export_sft(rows_dir, tmp_path / f"oa-{rows_dir.name}")
+        out = export_sft(rows_dir, tmp_path / f"oa-{rows_dir.name}")
         recs = [json.loads(l) for l in out.read_text().splitlines()]
         assert len(recs) == len(originals)
         for rec, (row, d) in zip(recs, originals):
@@ -262,13 +266,13 @@ def test_rows_inspector_and_export_sft_round_trip(episodes, tmp_path):
                         assert (out.parent / p["image_url"]["url"]).read_bytes() == (d / q["image_url"]["url"]).read_bytes()
                     else: assert p == q
         # a Hugging Face dataset on disk: the same rows, images embedded, messages back as they were
-        hf = datasets.load_from_disk(str(V.export_sft(rows_dir, tmp_path / f"hf-{rows_dir.name}", format="hf")))
+        hf = datasets.load_from_disk(str(export_sft(rows_dir, tmp_path / f"hf-{rows_dir.name}", format="hf")))
         assert len(hf) == len(originals)
         raw = hf.cast_column("images", datasets.Sequence(datasets.Image(decode=False)))
         for i, (row, d) in enumerate(originals):
             want = [{"role": m["role"], "content": _parts(m["content"])} for m in row["messages"]]
             want.append({"role": "assistant", "content": [{"type": "text", "text": row["target"]}]})
-            assert V.messages_from_hf(hf[i]) == want
+            assert messages_from_hf(hf[i]) == want
             names = hf[i]["image_names"]
             assert [im["bytes"] for im in raw[i]["images"]] == [(d / n).read_bytes() for n in names]
         from PIL import Image
@@ -281,29 +285,59 @@ def test_rows_inspector_and_export_sft_round_trip(episodes, tmp_path):
     assert p.returncode == 1 and "no rows.jsonl" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
+def test_rows_with_unicode_line_separators_inside_strings_open_and_export(tmp_path):
+    """A rows file as webmix writes it (ensure_ascii=False) whose messages and target hold U+2028, U+2029 and U+0085:
+    lines end at "\\n" only, so the rows open in the RowsInspector, step in the EpisodeViewer, and export with export_sft
+    and `webmix export-sft`, the characters kept."""
+    from PIL import Image
+    chain = tmp_path / "plan" / "c1"
+    chain.mkdir(parents=True)
+    (chain / "episode.json").write_text(json.dumps({"task_id": "c1", "site": "shop"}))
+    text = "first line\u2028second\u2029third\x85fourth"
+    rows = [{"task_id": "c1", "step": n, "family": "planner",
+             "messages": [{"role": "user", "content": [{"type": "text", "text": text},
+                                                       {"type": "image_url", "image_url": {"url": f"step_{n}.png"}}]}],
+             "target": json.dumps({"memory": text, "action": [{"done": {"text": "ok"}}]}, ensure_ascii=False)} for n in (0, 1)]
+    (chain / "rows.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    assert "\u2028" in (chain / "rows.jsonl").read_text() and len((chain / "rows.jsonl").read_text().splitlines()) > 2
+    for n in (0, 1): Image.new("RGB", (64, 40), (200, 210, 220)).save(chain / f"step_{n}.png")
+    ri = RowsInspector(tmp_path)
+    assert ri.error is None and len(ri.df) == 2 and list(ri.df["op"]) == ["done", "done"]
+    assert ri.df.iloc[0]["messages"][0]["content"][0]["text"] == text
+    ev = EpisodeViewer(chain)
+    assert ev.error is None and len(ev.episode.steps) == 2 and ev.episode.steps[0].memory == text
+    out = export_sft(tmp_path, tmp_path / "sft")
+    recs = [json.loads(line) for line in out.read_text().split("\n") if line]
+    assert [r["messages"][0]["content"][0]["text"] for r in recs] == [text, text]
+    assert [r["messages"][-1]["content"] for r in recs] == [r["target"] for r in rows]
+    p = subprocess.run(["webmix", "export-sft", str(tmp_path), str(tmp_path / "cli")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "2 rows" in p.stdout and (tmp_path / "cli" / "train.jsonl").read_text() == out.read_text()
+
+
 def test_verdicts_beside_the_backend_and_the_run_dashboard(episodes):
-    T = pytest.importorskip("webmix.eval.taskgen")
+    T = pytest.importorskip("webmix.eval.taskjudge")
     ev, dg = episodes["eval"], episodes["dg"]
     truth = runs.latest(runs.read_results(ev))
     T.judge_run(ev, spec=None, workers=1, progress=False, say=lambda *a: None)     # the judge's scripted stand-ins
     jd = T.judge_dir(ev)
     recs = {f.stem: json.loads(f.read_text()) for f in jd.glob("*.json") if not f.name.startswith("_")}
-    vi = V.VerdictInspector(ev)
+    vi = VerdictInspector(ev)
     assert vi.error is None and dict(zip(vi.df["task_id"], vi.df["judged"])) == {k: r["predicted_label"] for k, r in recs.items()}
     assert list(vi.df["agree"]) == [bool(r["predicted_label"]) == truth[k]["ok"] for k, r in recs.items()]
     # a judge that errs on one episode (its record's label flipped): the disagreement is listed with both sides
     tid = next(iter(recs))
     (jd / f"{tid}.json").write_text(json.dumps({**recs[tid], "predicted_label": int(not truth[tid]["ok"])}))
-    vi = V.VerdictInspector(ev)
-    assert tid in vi.pick.options and int(V.confusion(vi.df).values.sum()) == len(recs)
+    vi = VerdictInspector(ev)
+    assert tid in vi.pick.options and int(confusion(vi.df).values.sum()) == len(recs)
     row = vi.df[vi.df["task_id"] == tid].iloc[0]
-    assert row["reasons"] and V.esc(row["reasons"])[:40] in vi.side.value
-    assert V.esc(truth[tid]["detail"])[:40] in vi.side.value and "GET /sites/" in vi.side.value
+    assert row["reasons"] and esc(row["reasons"])[:40] in vi.side.value
+    assert esc(truth[tid]["detail"])[:40] in vi.side.value and "GET /sites/" in vi.side.value
     vi.open_episode(tid)
     assert vi.episode.children[0].error is None and vi.episode.children[0].episode.id
-    assert "no verdict folder" in V.VerdictInspector(dg).error
+    assert "no verdict folder" in VerdictInspector(dg).error
     for run in (ev, dg):
-        figs = V.run_dashboard(run)
+        figs = run_dashboard(run)
         assert set(figs) >= {"success by arm x family", "success by site", "durations and steps", "failure causes"}
         assert all(f.data for k, f in figs.items() if k != "failure causes")
 
@@ -323,10 +357,10 @@ def _wait_http(url, timeout=90):
 def test_episode_viewer_live_in_jupyterlab(episodes, tmp_path):
     from playwright.sync_api import sync_playwright
     ep = sorted((episodes["dg"] / "accepted").iterdir(), key=lambda p: -len(list(p.glob("step_*.png"))))[0]
-    steps = V.load_episode(ep).steps
+    steps = load_episode(ep).steps
     assert len(steps) >= 2
     nb = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "id": "c1",
-                     "source": f"from webmix.views.viewers import EpisodeViewer\nEpisodeViewer({str(ep)!r})"}],
+                     "source": f"from webmix.views.episode_viewer import EpisodeViewer\nEpisodeViewer({str(ep)!r})"}],
           "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
           "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "viewer.ipynb").write_text(json.dumps(nb))

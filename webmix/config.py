@@ -8,9 +8,10 @@ __all__ = ['PKG_DIR', 'SITES_DIR', 'TEMPLATES_DIR', 'STATIC_DIR', 'SCHEMAS_DIR',
            'DEFAULT_WORKERS', 'UNIT_TIMEOUT_S', 'CHAIN_TIMEOUT_S', 'CHAIN_TURN_TIMEOUT_S', 'SERVER_START_TIMEOUT_S',
            'MODEL_TIMEOUT_S', 'AGENT_STEP_TIMEOUT_S', 'ADMIN_TIMEOUT_S', 'ADMIN_HEADER', 'CHROMIUM', 'OPENAI_KEY_VARS',
            'GEMINI_KEY_VARS', 'OFFLINE_ENV', 'PROCESS_SUBDIRS', 'data_dir', 'runs_dir', 'annotations_dir',
-           'extra_sites_dirs', 'site_split', 'split_of', 'append_jsonl', 'json_lines', 'write_json_atomic', 'short',
-           'comma_list', 'int_list', 'ports_arg', 'check_folder_name', 'chain_timeout_s', 'admin_key', 'admin_headers',
-           'env_key', 'openai_base_url', 'ray_address', 'judge_settings', 'tmp_base', 'setup_env', 'at_exit']
+           'extra_sites_dirs', 'site_split', 'split_of', 'append_jsonl', 'jsonl_lines', 'json_lines',
+           'write_json_atomic', 'short', 'comma_list', 'int_list', 'ports_arg', 'check_folder_name', 'chain_timeout_s',
+           'admin_key', 'admin_headers', 'env_key', 'openai_base_url', 'ray_address', 'judge_settings', 'tmp_base',
+           'kill_family', 'at_exit', 'setup_env']
 
 # %% ../nbs/00_config.ipynb #048a030b
 import json, os
@@ -32,7 +33,10 @@ def data_dir() -> Path:
     if (here / "site_split.json").exists(): return here
     return PKG_DIR.parent / "data"
 
+# %% ../nbs/00_config.ipynb #d7d0a027
 def runs_dir() -> Path: return data_dir() / "runs"
+
+# %% ../nbs/00_config.ipynb #dd056590
 def annotations_dir() -> Path: return data_dir() / "annotations"
 
 # %% ../nbs/00_config.ipynb #5e1d7a02
@@ -51,10 +55,12 @@ def _split(path: str) -> dict:
     if both: raise ValueError(f"{path}: sites in both train and test: {sorted(both)}")
     return sp
 
+# %% ../nbs/00_config.ipynb #4092cc87
 def site_split() -> dict:
     "{'train': [...], 'test': [...]} from the data folder's site_split.json."
     return _split(str(data_dir() / "site_split.json"))
 
+# %% ../nbs/00_config.ipynb #dc86d644
 def split_of(site: str) -> str:
     "'train', 'test' or 'none' for a site name."
     sp = site_split()
@@ -68,14 +74,22 @@ def append_jsonl(path, obj) -> None:
     try: os.write(fd, data)
     finally: os.close(fd)
 
+# %% ../nbs/00_config.ipynb #707e06c3
+def jsonl_lines(text: str):
+    """Yield (line number, line) of each non-blank line of JSON-lines `text`, split at "\\n" only: a JSON string may hold
+    U+2028, U+2029 and the other characters str.splitlines() also ends a line at."""
+    for n, line in enumerate(text.split("\n"), 1):
+        if line.strip(): yield n, line
+
+# %% ../nbs/00_config.ipynb #c0a4b16f
 def json_lines(text: str, where, error=ValueError):
     "Yield (line number, value) of each non-blank line of JSON-lines `text` in order; `error` names `where` and the line of one that is not JSON."
-    for n, line in enumerate(text.split("\n"), 1):
-        if not line.strip(): continue
+    for n, line in jsonl_lines(text):
         try: value = json.loads(line)
         except ValueError as e: raise error(f"{where}, line {n}: not JSON ({e})") from None
         yield n, value
 
+# %% ../nbs/00_config.ipynb #a8a5bbda
 def write_json_atomic(path, obj) -> None:
     "Write a JSON file whole or not at all: a temp file of this process and thread, renamed over `path`."
     import threading
@@ -84,15 +98,18 @@ def write_json_atomic(path, obj) -> None:
     tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str))
     os.replace(tmp, path)
 
+# %% ../nbs/00_config.ipynb #3eca6779
 def short(text, n=90) -> str:
     "Text on one line, cut to n characters with '...' (memories, reports and descriptors all shorten this way)."
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[:n - 3].rstrip() + "..."
 
+# %% ../nbs/00_config.ipynb #85fa8f44
 def comma_list(s) -> list:
     "'a, b,,c' -> ['a', 'b', 'c']"
     return [x.strip() for x in str(s).split(",") if x.strip()]
 
+# %% ../nbs/00_config.ipynb #e835da7f
 def int_list(s) -> tuple:
     "'2,3,4' -> (2, 3, 4); an argparse type."
     from argparse import ArgumentTypeError
@@ -101,6 +118,7 @@ def int_list(s) -> tuple:
     if not v: raise ArgumentTypeError("want at least one number")
     return v
 
+# %% ../nbs/00_config.ipynb #3f8b18d1
 def ports_arg(s) -> list:
     "'8318,8319' -> [8318, 8319]; an argparse type that refuses ports outside 1024-65535."
     from argparse import ArgumentTypeError
@@ -117,14 +135,14 @@ def check_folder_name(name, where, what="task_id", error=ValueError) -> str:
     return name
 
 # %% ../nbs/00_config.ipynb #7c0f1a02
-DEFAULT_PORTS = (8318, 8319)           # `webmix sites serve`, datagen and `miniweb.Servers()`
+DEFAULT_PORTS = (8318, 8319)           # `webmix sites serve`, datagen and `servers.Servers()`
 PLAN_DATA_PORTS = (8320, 8321)         # plan-data's own pair
 DEFAULT_WORKERS = 2                    # units at once: one browser and one MiniWeb server each
 
 UNIT_TIMEOUT_S = 150                   # one datagen task: browser start, the scripted episode, the backend reads
 CHAIN_TIMEOUT_S = 120                  # one plan-data chain, before its turns...
 CHAIN_TURN_TIMEOUT_S = 40              # ...plus this much per planner turn
-SERVER_START_TIMEOUT_S = 60            # a MiniWeb server process, from launch until it answers (miniweb.Servers)
+SERVER_START_TIMEOUT_S = 60            # a MiniWeb server process, from launch until it answers (servers.Servers)
 MODEL_TIMEOUT_S = 120                  # one request to a served model (llm.chat, replay's memory model)
 AGENT_STEP_TIMEOUT_S = 180             # one browser-use Agent step (its default step_timeout, which specialists keep);
                                        # a planner turn gets this once per specialist step it may delegate, plus one
@@ -145,6 +163,7 @@ def admin_key() -> str:
     if not _ADMIN_KEY: _ADMIN_KEY.append(os.environ.get("WEBMIX_ADMIN_KEY") or secrets.token_hex(16))
     return _ADMIN_KEY[0]
 
+# %% ../nbs/00_config.ipynb #fcab8b62
 def admin_headers() -> dict:
     "The headers of an admin request."
     return {ADMIN_HEADER: admin_key()}
@@ -160,20 +179,24 @@ def env_key(*names) -> tuple:
     "(name, value) of the first of these variables that is set and not empty, else (None, None)."
     return next(((n, os.environ[n]) for n in names if os.environ.get(n)), (None, None))
 
+# %% ../nbs/00_config.ipynb #6b8e242d
 def openai_base_url() -> str | None:
     "$OPENAI_BASE_URL: the OpenAI-compatible server llm.chat calls when given none (None when unset)."
     return os.environ.get("OPENAI_BASE_URL") or None
 
+# %% ../nbs/00_config.ipynb #bb8d0c0f
 def ray_address() -> str | None:
     "$RAY_ADDRESS: the Ray cluster to join when no address is given (None when unset: a local Ray)."
     return os.environ.get("RAY_ADDRESS") or None
 
+# %% ../nbs/00_config.ipynb #af134483
 def judge_settings() -> dict | None:
     "The answer judge {model, url, key} from $WEBMIX_JUDGE_MODEL, $WEBMIX_JUDGE_URL and $WEBMIX_JUDGE_KEY; None unless model and URL are set."
     model, url = os.environ.get("WEBMIX_JUDGE_MODEL"), os.environ.get("WEBMIX_JUDGE_URL")
     if not (model and url): return None
     return {"model": model, "url": url, "key": os.environ.get("WEBMIX_JUDGE_KEY") or "EMPTY"}
 
+# %% ../nbs/00_config.ipynb #aa49e744
 def tmp_base() -> Path:
     "Where process folders are made: $WEBMIX_TMP, else the system temp dir ($WEBMIX_SYSTEM_TMPDIR once setup_env ran)."
     return Path(os.environ.get("WEBMIX_TMP") or os.environ.get("WEBMIX_SYSTEM_TMPDIR") or tempfile.gettempdir())
@@ -197,6 +220,7 @@ def _new_process_dir() -> Path:
     base.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=f"webmix-{os.getpid()}-", dir=base))
 
+# %% ../nbs/00_config.ipynb #1b3d5737
 # Chromium makes its singleton socket in TMPDIR, and a Unix socket's path has at most 107 bytes
 _SOCKET_TAIL = len("/.org.chromium.Chromium.XXXXXX/SingletonSocket")
 
@@ -207,6 +231,7 @@ def _warn_if_too_deep(tmp: Path) -> None:
         warnings.warn(f"TMPDIR {tmp} is too long a path for Chromium's socket: browsers will not start; "
                       "set WEBMIX_TMP to a shorter folder", stacklevel=3)
 
+# %% ../nbs/00_config.ipynb #21c4f31f
 def _point_into(folder: Path) -> None:
     "Set OFFLINE_ENV and the PROCESS_SUBDIRS variables to folders inside `folder`."
     os.environ.update(OFFLINE_ENV)
@@ -216,6 +241,34 @@ def _point_into(folder: Path) -> None:
     tempfile.tempdir = os.environ["TMPDIR"]          # gettempdir() caches its first answer
     _warn_if_too_deep(folder / "tmp")
 
+# %% ../nbs/00_config.ipynb #f0b47faa
+def _clean_up(pid, folder):
+    if os.getpid() != pid: return                    # a forked child inherits the handler, not the folder
+    for fn in _EXIT_HOOKS:
+        try: fn()
+        except Exception: pass                       # one failing hook must not keep the folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+# %% ../nbs/00_config.ipynb #8a5b0b2e
+def kill_family(procs) -> list:
+    "SIGKILL each psutil process of `procs` and its descendants (one already gone is skipped) -> the processes signalled."
+    import psutil
+    family = []
+    for p in procs:
+        try: family += [p, *p.children(recursive=True)]
+        except psutil.Error: pass
+    for p in family:
+        try: p.kill()
+        except psutil.Error: pass
+    return family
+
+# %% ../nbs/00_config.ipynb #791e17d3
+def at_exit(fn):
+    "Have `fn()` run at exit, before the process folder is removed; asking again for the same `fn` adds nothing."
+    if fn not in _EXIT_HOOKS: _EXIT_HOOKS.append(fn)
+    return fn
+
+# %% ../nbs/00_config.ipynb #053ab712
 def setup_env() -> Path:
     "Ready this process for offline browsers (OFFLINE_ENV, its own folder for their files, exit cleanup), once; -> the folder."
     pid = os.getpid()
@@ -227,15 +280,3 @@ def setup_env() -> Path:
         _point_into(folder)
         atexit.register(_clean_up, pid, folder)
         return folder
-
-def at_exit(fn):
-    "Have `fn()` run at exit, before the process folder is removed; asking again for the same `fn` adds nothing."
-    if fn not in _EXIT_HOOKS: _EXIT_HOOKS.append(fn)
-    return fn
-
-def _clean_up(pid, folder):
-    if os.getpid() != pid: return                    # a forked child inherits the handler, not the folder
-    for fn in _EXIT_HOOKS:
-        try: fn()
-        except Exception: pass                       # one failing hook must not keep the folder
-    shutil.rmtree(folder, ignore_errors=True)

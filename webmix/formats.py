@@ -42,6 +42,7 @@ def schema(name: str) -> dict:
     if not p.is_file(): raise ValueError(f"no schema {name!r} in {config.SCHEMAS_DIR} (kinds: {', '.join(KINDS)})")
     return json.loads(p.read_text())
 
+# %% ../nbs/01_formats.ipynb #9de4e7dd
 @cache
 def _validator(name):
     import jsonschema            # here, not at the top: importing it costs about a second, in every process that imports webmix
@@ -53,6 +54,7 @@ def problems(name: str, obj, where: str = "") -> list:
     return [": ".join(x for x in (where, "/".join(map(str, e.absolute_path)) or "(top)", e.message[:200]) if x)
             for e in errors]
 
+# %% ../nbs/01_formats.ipynb #cb6f371a
 def check(name: str, obj, where: str = ""):
     "obj, when it is a valid `name` file; else a ValueError with its first problems."
     ps = problems(name, obj, where)
@@ -60,6 +62,7 @@ def check(name: str, obj, where: str = ""):
                             + ("; ..." if len(ps) > 3 else ""))
     return obj
 
+# %% ../nbs/01_formats.ipynb #f0f729e4
 def check_jsonl(name: str, path) -> list:
     "The problems of every line of a JSONL file of `name` objects ([] when all are valid; a torn last line is ignored)."
     p = Path(path)

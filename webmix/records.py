@@ -26,6 +26,7 @@ MAX_INSTRUCTION = 20_000      # characters: far above any benchmark's task; brow
 class TaskFileError(ValueError):
     "A tasks file that cannot be read: the message names the file, the line and the field."
 
+# %% ../nbs/02_records.ipynb #3f71b5f4
 def family_of(macro) -> str:
     "The family a macro belongs to (catalog.FAMILY_OF), ignoring a '#n' repeat mark; 'Other' for an unknown one."
     return FAMILY_OF.get(str(macro).split("#")[0], "Other")
@@ -107,6 +108,7 @@ def datagen_flags(control: dict | None) -> dict:
     if (control or {}).get("role") == "login": flags["logout"] = 1
     return flags
 
+# %% ../nbs/02_records.ipynb #10b6706a
 class DatagenTask(Task):
     "One single-macro task a task maker drew from a site's sitemap (see tasks and the `task` schema)."
     kind: Literal["datagen"] = "datagen"
@@ -147,6 +149,7 @@ def app_directory(base, sites) -> str:
     "The apps a cross-site task may use, with their addresses (appended to its instruction)."
     return "\nApps: " + "; ".join(f"{s}: {base}/sites/{s}" for s in sites)
 
+# %% ../nbs/02_records.ipynb #0aa1e312
 SEVERAL = "Several families"
 UPLOAD_BYTES = b"%PDF-1.4\n% a small file a person picked from their disk\n"
 
@@ -198,12 +201,14 @@ class ProposedTask(Task):
         if not self.sites: self.sites = [self.site]
     def start_url(self, base: str) -> str: return base + self.start_path
 
+# %% ../nbs/02_records.ipynb #db56992a
 def site_of(url) -> str:
     "The website of a URL: host and port, lower case, without `www.` (what online pacing and tables count by)."
     u = urlsplit(url)
     host = (u.hostname or "").removeprefix("www.")
     return f"{host}:{u.port}" if u.port else host
 
+# %% ../nbs/02_records.ipynb #4cedf4eb
 class OnlineTask(Task):
     "An Online-Mind2Web or WebVoyager task in one shape (online.load_tasks reads both files); WebJudge grades it."
     kind: Literal["online"] = "online"
@@ -228,8 +233,6 @@ class OnlineTask(Task):
         return {"answer": answer, "seen": seen, "actions": actions}
 
 # %% ../nbs/02_records.ipynb #462b1371
-KINDS = {c.model_fields["kind"].default: c for c in (DatagenTask, HumanTask, ProposedTask, OnlineTask)}
-
 def _field_error(e: ValidationError) -> str:
     "One line for a task's broken fields: every field it lacks, else the first wrong one and why."
     at = lambda err: ".".join(str(x) for x in err["loc"]) or "task"
@@ -237,6 +240,9 @@ def _field_error(e: ValidationError) -> str:
     if missing: return f"the task has no {', '.join(missing)}"
     err = e.errors()[0]
     return f"{at(err)}: {err['msg'].removeprefix('Value error, ')}"
+
+# %% ../nbs/02_records.ipynb #005fd8d7
+KINDS = {c.model_fields["kind"].default: c for c in (DatagenTask, HumanTask, ProposedTask, OnlineTask)}
 
 def as_task(obj, where: str = "task", kinds=None) -> Task:
     "The task `obj` (a JSON object, or a Task already) as its kind's class; TaskFileError naming `where` when it is not one."

@@ -19,16 +19,19 @@ from ..config import GEMINI_KEY_VARS, MODEL_TIMEOUT_S, OPENAI_KEY_VARS, env_key,
 class CredentialsError(RuntimeError):
     "A model needs credentials the environment does not hold, or its server refused them."
 
+# %% ../../nbs/agents/01_llm.ipynb #ce48b88c
 def openai_key() -> str:
     "The key for an OpenAI-compatible server: $VLLM_API_KEY, else $OPENAI_API_KEY, else 'EMPTY'."
     return env_key(*OPENAI_KEY_VARS)[1] or "EMPTY"
 
+# %% ../../nbs/agents/01_llm.ipynb #0cc409c6
 def gemini_key() -> str:
     "The Gemini API key: $GEMINI_API_KEY, else $GOOGLE_API_KEY; CredentialsError when neither is set."
     key = env_key(*GEMINI_KEY_VARS)[1]
     if not key: raise CredentialsError("Gemini needs an API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment")
     return key
 
+# %% ../../nbs/agents/01_llm.ipynb #098e1a56
 def is_gemini(model: str, base_url=None) -> bool:
     "Gemini's own API serves `model`: a gemini-* name and no OpenAI-compatible base URL."
     return base_url is None and str(model).removeprefix("models/").lower().startswith("gemini")
@@ -39,11 +42,13 @@ def _response_format(rf):
     if rf is None or isinstance(rf, dict): return rf
     return {"type": "json_schema", "json_schema": {"name": rf.__name__, "schema": rf.model_json_schema()}}
 
+# %% ../../nbs/agents/01_llm.ipynb #d4432be4
 @cache
 def _openai_client(base_url, key, timeout, retries=2):
     from openai import OpenAI                   # here: importing the SDK costs more than most calls
     return OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=retries)
 
+# %% ../../nbs/agents/01_llm.ipynb #b8ca27b0
 def _openai_chat(model, messages, base_url, temperature, max_tokens, response_format, timeout, retries=2) -> str:
     import openai
     base_url = base_url or openai_base_url()
@@ -68,6 +73,7 @@ def _gemini_part(p):
     head, data = url.split(",", 1)
     return types.Part.from_bytes(data=base64.b64decode(data), mime_type=head[5:].split(";")[0])
 
+# %% ../../nbs/agents/01_llm.ipynb #fba4f031
 def gemini_contents(messages) -> tuple:
     "OpenAI chat messages -> (system instruction text or None, google-genai contents)."
     from google.genai import types
@@ -79,11 +85,13 @@ def gemini_contents(messages) -> tuple:
         else: contents.append(types.Content(role="model" if m["role"] == "assistant" else "user", parts=parts))
     return "\n\n".join(system) or None, contents
 
+# %% ../../nbs/agents/01_llm.ipynb #433ca3b7
 def _gemini_format(rf) -> dict:
     if not rf or rf.get("type") == "text": return {}
     schema = (rf.get("json_schema") or {}).get("schema")
     return {"response_mime_type": "application/json", **({"response_json_schema": schema} if schema else {})}
 
+# %% ../../nbs/agents/01_llm.ipynb #56b1e636
 def _gemini_chat(model, messages, temperature, max_tokens, response_format, timeout) -> str:
     from google import genai
     from google.genai import errors, types
@@ -114,6 +122,7 @@ FORMATS = {"text", "json_object", "json_schema"}
 
 def _is_num(v): return isinstance(v, (int, float)) and not isinstance(v, bool)
 
+# %% ../../nbs/agents/01_llm.ipynb #56925a87
 def bad_chat_request(body):
     "(message, param) saying what makes an OpenAI chat request malformed; None when it is well formed."
     if not isinstance(body, dict): return "the request body must be a JSON object", None
@@ -145,6 +154,7 @@ def bad_chat_request(body):
 class ScriptExhausted(RuntimeError):
     "A list of scripted replies was asked for one more."
 
+# %% ../../nbs/agents/01_llm.ipynb #c03b46fe
 def _script(replies):
     "A callable request -> reply for a callable, a list consumed in order, or one fixed reply."
     if callable(replies): return replies
@@ -156,12 +166,14 @@ def _script(replies):
             return items.pop(0)
     return next_reply
 
+# %% ../../nbs/agents/01_llm.ipynb #6da1aa27
 def _tool_call(c, i) -> dict:
     f = c.get("function", c)
     args = f.get("arguments", {})
     return {"id": c.get("id") or f"call_{i}", "type": "function",
             "function": {"name": f["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}
 
+# %% ../../nbs/agents/01_llm.ipynb #eb890191
 def as_message(reply, json_wanted=False) -> dict:
     "A scripted reply as an assistant message {role, content[, tool_calls]}; ValueError when JSON is wanted and it is not."
     is_msg = isinstance(reply, dict) and ("content" in reply or "tool_calls" in reply)
@@ -174,6 +186,7 @@ def as_message(reply, json_wanted=False) -> dict:
     if calls: msg["tool_calls"] = [_tool_call(c, i) for i, c in enumerate(calls)]
     return msg
 
+# %% ../../nbs/agents/01_llm.ipynb #a715b1ab
 def _usage(req, msg) -> dict:
     "Token counts, roughly (4 characters a token): clients read them, nobody bills them."
     p, c = len(json.dumps(req.get("messages")))//4 + 1, len(json.dumps(msg))//4 + 1
@@ -189,6 +202,7 @@ def _from_gemini_parts(parts):
             out.append({"type": "image_url", "image_url": {"url": f"data:{d.get('mimeType')};base64,{d.get('data')}"}})
     return "".join(p["text"] for p in out) if all(p["type"] == "text" for p in out) else out
 
+# %% ../../nbs/agents/01_llm.ipynb #34cb5a33
 def chat_request_from_gemini(model, body) -> dict:
     "A Gemini generateContent body as the chat request adapters see; ValueError when it is malformed."
     if not isinstance(body, dict) or not isinstance(body.get("contents"), list) or not body["contents"]:
@@ -204,6 +218,7 @@ def chat_request_from_gemini(model, body) -> dict:
     return {"model": model, "messages": msgs, "temperature": cfg.get("temperature"), "max_tokens": cfg.get("maxOutputTokens"),
             "response_format": rf, "gemini": body}
 
+# %% ../../nbs/agents/01_llm.ipynb #5d467ac8
 def gemini_response(model, msg, usage) -> dict:
     "An assistant message as Gemini's generateContent response."
     parts = ([{"text": msg["content"]}] if msg["content"] else []) + [
@@ -221,15 +236,18 @@ def _error(status, message, param=None, kind="invalid_request_error"):
     if status >= 500: r.headers["x-should-retry"] = "false"
     return r
 
+# %% ../../nbs/agents/01_llm.ipynb #c7b3f9c5
 def _gemini_error(status, message, kind):
     r = jsonify(error={"code": status, "message": message, "status": kind})
     r.status_code = status
     return r
 
+# %% ../../nbs/agents/01_llm.ipynb #a2a3a76f
 def _sse(objs):
     for o in objs: yield f"data: {json.dumps(o)}\n\n"
     yield "data: [DONE]\n\n"
 
+# %% ../../nbs/agents/01_llm.ipynb #f432fce7
 def _chunks(head, msg, finish, usage=None):
     "A completion as stream chunks: the whole message in one delta, then the finish reason (then usage)."
     delta = {"role": "assistant", "content": msg["content"] or ""}
@@ -351,6 +369,7 @@ def served_names(url, timeout=5.0) -> list:
     except (URLError, OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"no OpenAI-compatible server answers at {url} ({getattr(e, 'reason', e)})") from None
 
+# %% ../../nbs/agents/01_llm.ipynb #cf284272
 def require_served(url, names, timeout=5.0) -> list:
     "What the server at `url` serves, when that includes every one of `names`; else a one-line ValueError (see above)."
     served = served_names(url, timeout)

@@ -23,19 +23,23 @@ def _path(url):
     "The path of a URL or site path, without a trailing slash and query string."
     return urlsplit(url).path.rstrip("/") or "/"
 
+# %% ../../nbs/data/07_chains.ipynb #583cca89
 def scope(task):
     "The tables a task's check watches."
     return set(task["scope"])
 
+# %% ../../nbs/data/07_chains.ipynb #376958d1
 def answers(traj):
     "Whether a trajectory ends with an answer."
     return traj.get("answer") not in (None, "")
 
+# %% ../../nbs/data/07_chains.ipynb #4be2f298
 def stays(traj, start):
     "Whether a trajectory ends on the page (path) it started on."
     urls = [s["url_after"] for s in traj["steps"] if s.get("url_after")]
     return not urls or _path(urls[-1]) == start
 
+# %% ../../nbs/data/07_chains.ipynb #2ab1966d
 def record(task_id, dir):
     "The sampler's record of the kept trajectory in `dir`, or None when it cannot be a chain's part."
     d = Path(dir)
@@ -73,14 +77,17 @@ def _page_lead(a):
     "Whether a part leaves its start page as the next part may start on it."
     return a["macro"] in CHAIN_FIRST and a["stays"]
 
+# %% ../../nbs/data/07_chains.ipynb #9b92aa65
 def _page_follower(b):
     "Whether a part can start on the page the part before it left."
     return b["fresh"] and (b["macro"] in CHAIN_SECOND or b["answers"])
 
+# %% ../../nbs/data/07_chains.ipynb #6f447542
 def _home_lead(a):
     "Whether a trip home after this part keeps it done."
     return a["macro"] not in URL_STATE
 
+# %% ../../nbs/data/07_chains.ipynb #b7243152
 def follow(a, b):
     "How part b can follow part a on one session: 'page', 'home' or None."
     if a["answers"]: return None
@@ -102,6 +109,7 @@ class _Without:
         while (q := i + sum(bisect_right(s, p) for s in self.skipped)) != p: p = q
         return self.followers.item(p)
 
+# %% ../../nbs/data/07_chains.ipynb #258ccf9a
 class _Followers:
     "The parts that can follow in one way, in the reference loop's order, minus those watching the chain's tables."
     def __init__(self, ix, group, taken):
@@ -120,6 +128,7 @@ class _Followers:
             self.ranks[c] = [bisect_left(self.pos, p) for p in mine]
         return _Without(self, [self.ranks[c] for c in controls])
 
+# %% ../../nbs/data/07_chains.ipynb #01afece8
 class _SiteIndex:
     "One site's records indexed by how they can follow another part."
     def __init__(self, recs):
@@ -176,8 +185,10 @@ def _walk(ix, rng, sizes, answer_share):
         taken |= ix.tables(chain[-1][0])
     return chain
 
+# %% ../../nbs/data/07_chains.ipynb #83f41cf8
 def _ids(chain): return "+".join(r["id"] for r, _ in chain)
 
+# %% ../../nbs/data/07_chains.ipynb #7795528a
 def _new_chain(ix, rng, seen, sizes, tries, answer_share):
     "A chain of ix's site not drawn before, in at most `tries` walks, or None."
     for _ in range(tries):
@@ -187,6 +198,7 @@ def _new_chain(ix, rng, seen, sizes, tries, answer_share):
             return chain
     return None
 
+# %% ../../nbs/data/07_chains.ipynb #4d4cee21
 def chain_specs_from_records(records, n_chains, sizes=(2, 3, 4), seed=0, tries=40, answer_share=0.5):
     "records (see `record`) -> up to n_chains chains [(record, via)], via None for the first part."
     by_site = defaultdict(list)
@@ -205,6 +217,7 @@ def chain_specs_from_records(records, n_chains, sizes=(2, 3, 4), seed=0, tries=4
     rng.shuffle(out)
     return out
 
+# %% ../../nbs/data/07_chains.ipynb #ad8dc2e2
 def chain_specs(items, n_chains, sizes=(2, 3, 4), seed=0, tries=40, answer_share=0.5):
     "items: [(task_id, dir)] of kept trajectories -> chains [[(record, via)]] (unreadable dirs are skipped)."
     records = []
@@ -214,6 +227,7 @@ def chain_specs(items, n_chains, sizes=(2, 3, 4), seed=0, tries=40, answer_share
         if r: records.append(r)
     return chain_specs_from_records(records, n_chains, sizes, seed, tries, answer_share)
 
+# %% ../../nbs/data/07_chains.ipynb #ea409be4
 def chain_key(chain):
     "A chain's id: its site and a hash of its parts."
     return f"plan-{chain[0][0]['site']}-" + hashlib.sha1(_ids(chain).encode()).hexdigest()[:10]

@@ -6,10 +6,10 @@ model, each specialist a replay of its part, kept only when every part's gate pa
 # %% auto #0
 __all__ = ['VERSION', 'EXECUTOR', 'HOME_STEP', 'MERGE_ASK', 'FINAL_ASK', 'default_out', 'merge_all', 'template_memory',
            'PlannerScript', 'ScriptedTeam', 'site_name', 'chain_steps', 'validate_chain', 'chain_fields', 'run_chain',
-           'ChainLine', 'summarize', 'run_plan_data', 'cli_plan_data', 'add_plan_data_cli']
+           'ChainLine', 'summarize', 'run_plan_data']
 
 # %% ../../nbs/data/08_plan_data.ipynb #f87993bd
-import asyncio, json, math, re, shutil, time
+import asyncio, json, math, re, time
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Literal
@@ -18,17 +18,19 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..agents import harness as H
+from ..agents import session as HS
 from ..agents import agent as PA
 from . import replay as R
 from .. import config
 from ..world import checks
 from ..config import PLAN_DATA_PORTS, chain_timeout_s, int_list, short
-from ..world.catalog import FAMILY_OF, QA_MACROS
+from ..world.catalog import FAMILY_OF
 from .chains import chain_key, chain_specs, values
 from ..formats import problems
-from ..world.miniweb import load_sites
+from ..world.sites import load_sites
 from .pool import pool_items
-from ..runs import RunRefused, add_run_options, run_kwargs, run_units, settle, use_sites_dir
+from .datagen import file_unit
+from ..runs import RunRefused, run_units, settle
 
 # %% ../../nbs/data/08_plan_data.ipynb #32e9eb88
 VERSION = PA.DEFAULT_VERSION                 # the planner version of the reference system's runs (v6)
@@ -45,10 +47,12 @@ MERGE_ASK = ("Rewrite these requests to a web assistant as ONE natural request t
 def _joined(instructions) -> str:
     return " Then ".join(s.strip().rstrip(".") + "." for s in instructions)
 
+# %% ../../nbs/data/08_plan_data.ipynb #0bfea822
 def _keeps_values(text, instructions) -> bool:
     need = set().union(*(values(s) for s in instructions))
     return bool(text) and all(v in text for v in need) and len(text) <= sum(map(len, instructions)) + 80 * len(instructions)
 
+# %% ../../nbs/data/08_plan_data.ipynb #c194ad95
 async def merge_all(instructions):
     "-> (one request asking for every part in order, 'merged' | 'joined')."
     joined = _joined(instructions)
@@ -75,14 +79,17 @@ def _plain(text, key):
             return str(d.get("final_message") or d.get("text") or "")
     return t.strip().strip('"')
 
+# %% ../../nbs/data/08_plan_data.ipynb #d612e65c
 async def _ask(messages, prompt, key, need=None, tries=3):
     "The memory model's `key` ('memory' or 'final') for the planner's messages, cleaned; None without one."
     return await R.ask_memory(messages, prompt, parse=lambda t: _plain(t, key), need=need, tries=tries)
 
+# %% ../../nbs/data/08_plan_data.ipynb #c13bc5bf
 def _trip(x) -> bool:
     "Is this turn a trip home (a step of the chain's construction, not of the request)?"
     return x["kind"] == "delegate" and bool(x.get("home"))
 
+# %% ../../nbs/data/08_plan_data.ipynb #a5815e00
 def template_memory(turns, t):
     "The planner's memory at turn t, from the chain's known decomposition."
     items = [x for x in turns if x["kind"] == "delegate" and not _trip(x)]
@@ -162,17 +169,20 @@ def site_name(site: str) -> str:
     s = load_sites().get(site)
     return getattr(s, "title", None) or site
 
+# %% ../../nbs/data/08_plan_data.ipynb #940e5d65
 def _home_plan(site, macro):
     return [{"op": "home", "segment": 0, "macro": macro, "site": site, "memory": f"Going to the home page of {site_name(site)}."},
             {"op": "macro_done", "segment": 0, "macro": macro, "memory": "The home page is open."},
             {"op": "done", "segment": 0, "macro": macro, "memory": "", "text": "Done.", "answer": None}]
 
+# %% ../../nbs/data/08_plan_data.ipynb #22ffc287
 def _ends_home(traj, site) -> bool:
     "Does the trajectory end on its site's home page?"
     urls = [s.get("url_after") for s in traj.get("steps") or [] if s.get("url_after")]
     last = traj.get("final_url") or (urls[-1] if urls else "")
     return urlsplit(last).path.rstrip("/") == f"/sites/{site}"
 
+# %% ../../nbs/data/08_plan_data.ipynb #3cfca4d4
 def chain_steps(chain, parts) -> list:
     "The chain's delegations: {family, instruction, plan, part, macro, home}, trips home included."
     steps = []
@@ -210,11 +220,13 @@ def _episode(cid, chain, first, instruction, how, turns, answer, budget, turns_c
             "executor": EXECUTOR, "budget": budget, "planner_turns": turns_cap,
             "response_format": response_format.model_json_schema() if response_format else {}}
 
+# %% ../../nbs/data/08_plan_data.ipynb #4c56f8f6
 def _part_ends(steps, team) -> list:
     "When each part's own delegation ended (time.time()); inf for one that never ran."
     ended = [t.get("ended", math.inf) for t in team.trace] + [math.inf] * len(steps)
     return [ended[k] for k, s in enumerate(steps) if not s.get("home")]
 
+# %% ../../nbs/data/08_plan_data.ipynb #d4a3d8ca
 def _gates(parts, steps, entries, events, changes, clip, team):
     "Every part's gate on the shared session, over the requests and changes up to the end of its delegation."
     seen = [s for rp in team.replayers for s in rp.seen]
@@ -226,6 +238,7 @@ def _gates(parts, steps, entries, events, changes, clip, team):
         oks.append(bool(ok)); details.append(str(detail))
     return oks, details
 
+# %% ../../nbs/data/08_plan_data.ipynb #b4cb1c70
 def _not_ran(script, team, turns, steps) -> str:
     "Why not every scripted step ran ('' when all did)."
     if team.errors: return team.errors[0]
@@ -236,16 +249,19 @@ def _not_ran(script, team, turns, steps) -> str:
     if script.t != len(turns): return f"{script.t} of {len(turns)} planner turns ran"
     return ""
 
+# %% ../../nbs/data/08_plan_data.ipynb #e5dc1195
 def chain_fields(chain) -> dict:
     "What every result line of a chain carries, even when it never started."
     return {"site": chain[0][0]["site"], "parts": [r["id"] for r, _ in chain], "via": [v for _, v in chain]}
 
+# %% ../../nbs/data/08_plan_data.ipynb #a6ec4b4b
 def _why_failed(oks, details, why, faults) -> str:
     "The cause of a chain that is not kept: a failed gate first (it names what went wrong on the page)."
     failed = " | ".join(f"part {k + 1}: {d}" for k, (ok, d) in enumerate(zip(oks, details)) if not ok)
     return " | ".join(x for x in (faults and "memory model failed: " + "; ".join(faults[:2]),
                                   failed and "check failed: " + failed, why and "script not finished: " + why) if x)[:300]
 
+# %% ../../nbs/data/08_plan_data.ipynb #93fa62f2
 async def _chain(chain, worker, tmp, res, timing):
     "The browser part of a chain: rows and episode into `tmp`, the outcome into `res`."
     opts, base = worker.options, worker.base
@@ -271,7 +287,7 @@ async def _chain(chain, worker, tmp, res, timing):
                 H.do_not_keep(bs)                       # the agents were stopped mid-step: start the next chain anew
                 return
             run_s, t = time.perf_counter() - t, time.perf_counter()
-            entries, changes, clip = await H.backend_state(bs, base)
+            entries, changes, clip = await HS.backend_state(bs, base)
             events = await R.session_events(bs, base, team.replayers, clip)
             timing["browser"] += time.perf_counter() - t
         finally:
@@ -293,6 +309,7 @@ async def _chain(chain, worker, tmp, res, timing):
     timing.update(specialists=spec, replay=sum(sum(rp.timing.values()) for rp in team.replayers),
                   planner=max(0.0, run_s - spec))
 
+# %% ../../nbs/data/08_plan_data.ipynb #aaa2095b
 async def run_chain(chain, worker) -> dict:
     "Run one chain with the scripted planner on the worker's server -> its result line (see above)."
     opts = worker.options
@@ -304,11 +321,7 @@ async def run_chain(chain, worker) -> dict:
         if cause := (await settle(_chain(chain, worker, tmp, res, timing))).get("cause"): res["cause"] = cause
     if faults:                     # the rows would carry template text where a model's was asked for
         res.update(ok=False, cause=_why_failed([], [], "", faults) + (f" | {res['cause']}" if res["cause"] else ""))
-    shutil.rmtree(tmp / "_files", ignore_errors=True)           # uploads made again for this chain
-    if not res["ok"]:
-        res["cause"] = res["cause"] or "unknown"
-        (tmp / "error.txt").write_text(str(res["cause"]) + "\n")
-    worker.place(tmp, worker.out / (cid if res["ok"] else f"_failed/{cid}"), worker.out / (f"_failed/{cid}" if res["ok"] else cid))
+    file_unit(worker, tmp, res, cid, f"_failed/{cid}", lambda: (tmp / "error.txt").write_text(str(res["cause"]) + "\n"))
     res["timing"] = {k: round(v, 3) for k, v in timing.items()}
     return ChainLine(**res).model_dump(exclude_unset=True)     # typed: a stray field or a wrong type raises here
 
@@ -355,11 +368,13 @@ def summarize(run) -> dict:
             "merged": sum(r.get("instruction_by") == "merged" for r in res),
             "timing_s": {k: round(v, 1) for k, v in timing.items()}}
 
+# %% ../../nbs/data/08_plan_data.ipynb #2e6abde5
 def _draw(items) -> str:
     "A short fingerprint of the trajectories chains are drawn from: another pool draws other chains."
     import hashlib
     return hashlib.sha256("\n".join(sorted(tid for tid, _ in items)).encode()).hexdigest()[:16]
 
+# %% ../../nbs/data/08_plan_data.ipynb #e073cff2
 def run_plan_data(out=None, chains=40, pool=None, sizes=(2, 3, 4), seed=0, budget=H.MAX_STEPS, planner_turns=None,
                   memory_model=None, memory_url=None, runs=None, items=None, progress=True, args=None,
                   **engine) -> dict:
@@ -383,35 +398,3 @@ def run_plan_data(out=None, chains=40, pool=None, sizes=(2, 3, 4), seed=0, budge
     summary = summarize(run)
     if progress: print(json.dumps(summary, indent=1), flush=True)
     return summary
-
-# %% ../../nbs/data/08_plan_data.ipynb #3273a74a
-def cli_plan_data(args):
-    use_sites_dir(args)
-    try:
-        s = run_plan_data(out=args.out, chains=args.chains, pool=args.pool, sizes=args.sizes, seed=args.seed,
-                          budget=args.budget, planner_turns=args.planner_turns, memory_model=args.memory_model,
-                          memory_url=args.memory_url, runs=args.runs, args=vars(args), **run_kwargs(args))
-    except (ValueError, RunRefused) as e: raise SystemExit(f"webmix plan-data: {e}")
-    print(f"rows: {s['out']}/<chain id>/rows.jsonl ({s['ok']} kept chains this session; failed ones in {s['out']}/_failed/)\n"
-          f"open them in a notebook: from webmix.data.plan_data import validate_chain; "
-          f"[json.loads(l) for l in open('{s['out']}/<chain id>/rows.jsonl')]")
-    return 0 if s["units"] == 0 or s["ok"] > 0 else 1
-
-def add_plan_data_cli(sub):
-    "Register `webmix plan-data` on an argparse subparsers object."
-    p = sub.add_parser("plan-data", help="planner training rows from chains of kept trajectories (scripted planner, replayed specialists)")
-    p.add_argument("--chains", type=int, default=40, help="chains to sample")
-    p.add_argument("--pool", default=None, help="file of kept trajectory ids to chain (default: every kept trajectory)")
-    p.add_argument("--runs", nargs="+", default=None, metavar="DIR",
-                   help="run folders, or folders of runs, holding the kept trajectories (default: <data>/runs)")
-    p.add_argument("--sizes", type=int_list, default=(2, 3, 4), help="chain lengths to draw from, e.g. 2,3,4")
-    p.add_argument("--budget", type=int, default=H.MAX_STEPS, help="specialist steps the reports count down from")
-    p.add_argument("--planner-turns", type=int, default=PA.VERSIONS[VERSION]["max_turns"],
-                   help="the planner's turn cap its prompt shows")
-    p.add_argument("--memory-model", default=None, help="OpenAI-compatible model writing merged requests and final messages")
-    p.add_argument("--memory-url", default=None, help="its base URL, e.g. http://127.0.0.1:8400/v1")
-    add_run_options(p, ports=PLAN_DATA_PORTS, out_help="output folder (default: <data>/rows/planner/v1)",
-                    timeout_help="seconds a chain may take in all (default: 120 plus 40 a planner turn for its planner, "
-                                 "60 more for the rest)")
-    p.set_defaults(func=cli_plan_data)
-    return p

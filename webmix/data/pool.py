@@ -17,6 +17,7 @@ from ..runs import latest, read_results     # the one reader of results.jsonl (r
 # %% ../../nbs/data/05_pool.ipynb #58d89239
 def _is_run(p: Path) -> bool: return (p / "accepted").is_dir() or (p / "results.jsonl").is_file()
 
+# %% ../../nbs/data/05_pool.ipynb #f410a967
 def _run_dirs(runs) -> list:
     "Run folders: `runs` is one run, a folder of runs, or a list of either."
     out = []
@@ -25,12 +26,15 @@ def _run_dirs(runs) -> list:
         out += [r] if _is_run(r) else sorted(p for p in r.glob("*") if _is_run(p))
     return out
 
+# %% ../../nbs/data/05_pool.ipynb #7393235c
 def latest_results(run) -> dict:
     "{task_id: its latest result line} of one run (a rerun's line replaces an earlier one)."
     return latest(read_results(run))
 
+# %% ../../nbs/data/05_pool.ipynb #504e70f3
 def _has_files(d: Path) -> bool: return (d / "trajectory.json").is_file() and (d / "elements.json").is_file()
 
+# %% ../../nbs/data/05_pool.ipynb #5bf7f3ee
 def kept(runs) -> dict:
     "{task_id: folder} of the kept trajectories of `runs` (see above); an id kept in two runs is the first run's."
     out = {}
@@ -40,6 +44,7 @@ def kept(runs) -> dict:
             if r.get("ok") and _has_files(d): out.setdefault(tid, d)
     return out
 
+# %% ../../nbs/data/05_pool.ipynb #80f7aab1
 def trajectory(d) -> dict | None:
     "A kept folder's trajectory.json, or None when it cannot be read."
     try: return json.loads((Path(d) / "trajectory.json").read_text())
@@ -60,6 +65,7 @@ def pool_ids(pool) -> set:
     "The task ids of a pool file (one a line)."
     return set(Path(pool).read_text().split())
 
+# %% ../../nbs/data/05_pool.ipynb #a34c97b2
 def check_pool(pool, ids, found, runs):
     "Raise when none of a pool file's ids is a kept trajectory of `runs` (the wrong runs); warn when some are missing."
     if not ids: raise ValueError(f"pool file {pool} lists no task ids")
@@ -74,6 +80,7 @@ def check_pool(pool, ids, found, runs):
                          "Pass the run folder(s) that hold them with --runs DIR... (runs= from Python).")
     print(f"warning: pool file {pool}: {counts} in {searched}", file=sys.stderr, flush=True)
 
+# %% ../../nbs/data/05_pool.ipynb #b9e6b59c
 def pool_items(pool=None, qa=True, runs=None) -> list:
     "[(task_id, dir)]: the pool's kept trajectories plus (qa) the question-answering ones, training sites only."
     runs = runs or config.runs_dir()

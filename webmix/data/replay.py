@@ -10,18 +10,22 @@ __all__ = ['MEMORY_LLM', 'LEAK', 'DONE_ASK', 'MEMORY_ASK', 'SCROLL_MEMORY', 'TOP
            'session_events', 'replay_part']
 
 # %% ../../nbs/data/06_replay.ipynb #b47d1bd7
-import asyncio, base64, inspect, json, os, re
+import asyncio, base64, json, re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 
 from ..agents import harness as H
+from ..agents import actions as HA
+from ..agents import session as HS
 from ..world import checks
 from ..world.catalog import FAMILY_OF
+from ..records import as_task
 from ..config import MODEL_TIMEOUT_S, setup_env
-from .drivers import EVENT_ACTIONS, descriptor, event_target
-from ..world.miniweb import load_sites, sitemap
+from .drivers import descriptor, event_target
+from .scripted_model import EVENT_ACTIONS
+from ..world.sites import load_sites, sitemap
 from ..agents.llm import openai_key
 
 # %% ../../nbs/data/06_replay.ipynb #04149f4b
@@ -30,10 +34,12 @@ def _read(d, name, default=None):
     if not p.exists() and default is not None: return default
     return json.loads(p.read_text())
 
+# %% ../../nbs/data/06_replay.ipynb #a9a8effc
 def load_task(dir) -> dict:
     "The task.json of a kept trajectory's folder."
     return _read(dir, "task.json")
 
+# %% ../../nbs/data/06_replay.ipynb #8c6f6b08
 def load_part(dir, base: str) -> dict:
     "A kept trajectory as a replayable part: {task, traj, elements, dir}, recorded origins rebased onto `base`."
     d = Path(dir)
@@ -52,6 +58,7 @@ def _step_element(step, i, elements):
     if isinstance(e, dict) and idx is not None and str(idx) in e: e = e[str(idx)]         # the step's selector map
     return e if isinstance(e, dict) and e and ("tag" in e or "control_id" in e) else None
 
+# %% ../../nbs/data/06_replay.ipynb #2d5019ff
 def build_plan(trajectory: dict, elements=None) -> list:
     "A kept trajectory as the ops its replay answers with (see the table above)."
     macro, segment, plan = trajectory.get("macro"), 0, []
@@ -88,6 +95,7 @@ def build_plan(trajectory: dict, elements=None) -> list:
 # %% ../../nbs/data/06_replay.ipynb #a2fd12da
 def _same(a, b) -> bool: return checks.norm(a) == checks.norm(b)
 
+# %% ../../nbs/data/06_replay.ipynb #3c792992
 def _agrees(desc, live) -> bool:
     "Do the identifying fields the descriptor gives agree with the live node's?"
     for k in ("control_id", "value", "part", "tag"):
@@ -95,6 +103,7 @@ def _agrees(desc, live) -> bool:
             return False
     return True
 
+# %% ../../nbs/data/06_replay.ipynb #66ca8904
 def find_index(selector_map: dict, desc: dict):
     "The index of the node in `selector_map` the descriptor names (None when the page has none)."
     if not desc: return None
@@ -106,6 +115,7 @@ def find_index(selector_map: dict, desc: dict):
     same_text = [i for i in hits if desc.get("text") and _same(live[i]["text"], desc["text"])]
     return (same_text or hits)[0]
 
+# %% ../../nbs/data/06_replay.ipynb #a1c41c52
 def selector_map(bs) -> dict:
     "The index -> node map of the DOM snapshot the Agent showed its model last."
     st = getattr(bs, "_cached_browser_state_summary", None)
@@ -118,6 +128,7 @@ def _controls(site: str) -> dict:
     try: return {c["control_id"]: c for c in sitemap(site)["controls"]}
     except KeyError: return {}
 
+# %% ../../nbs/data/06_replay.ipynb #a6170534
 def home_links(site: str) -> set:
     "The control ids of a site's home links."
     return {cid for cid, c in _controls(site).items() if c["kind"] == "home_link"}
@@ -158,6 +169,7 @@ def _required_text(fmt) -> list:
                           if any(t.get("type") == "string" for t in [props.get(k, {}), *props.get(k, {}).get("anyOf", [])])]
     return _REQUIRED[fmt]
 
+# %% ../../nbs/data/06_replay.ipynb #34c5b502
 def canonical(reply, response_format) -> dict:
     "The reply (dict or JSON) validated by the response format and dumped as browser-use's own output would be."
     if isinstance(reply, (str, bytes)): obj = response_format.model_validate_json(reply)
@@ -171,6 +183,7 @@ def canonical(reply, response_format) -> dict:
     full = {**out, **{k: "" for k in missing}}
     return {k: full[k] for k in sorted(full, key=lambda k: fields.index(k) if k in fields else len(fields))}
 
+# %% ../../nbs/data/06_replay.ipynb #b02c2e09
 def _message_dict(m) -> dict:
     if hasattr(m, "model_dump"): d = m.model_dump(mode="json", exclude_none=True)
     else: d = dict(m)
@@ -178,6 +191,7 @@ def _message_dict(m) -> dict:
     if not d.get("tool_calls"): d.pop("tool_calls", None)
     return d
 
+# %% ../../nbs/data/06_replay.ipynb #3f756ffa
 def save_images(messages, dir, step) -> list:
     "The messages as JSON dicts, inline images saved as dir/step_<step>[_k].png and referenced by file name."
     out, k, dir = [], 0, Path(dir)
@@ -210,12 +224,14 @@ def configure_memory(url=None, model=None):
 LEAK = re.compile(r"\s*\[\d+\]|\b(?:element|index|idx|elem)\s*(?:#|no\.?\s*)?\d+\b|\bdata-[a-z-]+(?:=(?:\"[^\"]*\"|'[^']*'|\S+))?"
                   r"|\bcontrol[_ -]?ids?\b(?:\s*[:=]?\s*[\w-]+)?|\b(?:un)?scripted\b", re.I)
 
+# %% ../../nbs/data/06_replay.ipynb #83c8bdfa
 @cache
 def _control_ids() -> re.Pattern:
     "Every site's control ids as one pattern (longest first)."
     ids = sorted({cid for s in load_sites() for cid in _controls(s) if "-" in cid}, key=len, reverse=True)
     return re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, ids)) + r")(?![\w-])") if ids else re.compile(r"(?!)")
 
+# %% ../../nbs/data/06_replay.ipynb #8965cd82
 def _clean(text) -> str:
     "Text with LEAK's matches and control ids removed, spaces and stray punctuation tidied."
     t = LEAK.sub("", str(text or ""))
@@ -224,6 +240,7 @@ def _clean(text) -> str:
     t = re.sub(r"[ \t]+([,.;:!?])", r"\1", t)
     return re.sub(r"[ \t]{2,}", " ", t).strip()
 
+# %% ../../nbs/data/06_replay.ipynb #572ae21a
 def _openai_messages(messages) -> list:
     "browser-use messages (or dicts) as OpenAI chat messages."
     from browser_use.llm.openai.serializer import OpenAIMessageSerializer
@@ -232,6 +249,7 @@ def _openai_messages(messages) -> list:
 
 _FAULTS: ContextVar = ContextVar("memory_faults", default=None)
 
+# %% ../../nbs/data/06_replay.ipynb #982d2602
 @contextmanager
 def memory_faults():
     "Collect, inside the block (and the tasks it starts), the memory model's failed calls: yields their list."
@@ -239,9 +257,11 @@ def memory_faults():
     try: yield faults
     finally: _FAULTS.reset(token)
 
+# %% ../../nbs/data/06_replay.ipynb #c5d405cc
 def _fault(e) -> None:
     if (faults := _FAULTS.get()) is not None: faults.append(f"{type(e).__name__}: {str(e)[:200]}")
 
+# %% ../../nbs/data/06_replay.ipynb #d8027946
 async def ask_memory(messages, prompt, parse=None, need=None, tries=3, max_tokens=320):
     "The memory model's cleaned reply to `prompt` after `messages` (None without a model, on error, or when `need` is missing)."
     if not MEMORY_LLM: return None
@@ -305,7 +325,7 @@ class Replayer:
     async def respond(self, messages, response_format):
         loop = asyncio.get_running_loop()
         t = loop.time()
-        self.seen.append(await H.seen(self.bs))
+        self.seen.append(await HS.seen(self.bs))
         self.timing["seen"] += loop.time() - t
         if self.calls == 0 and (top := await self._to_top()):
             return await self._answer(messages, response_format, *top)
@@ -374,7 +394,7 @@ class Replayer:
         # gestures are recorded in viewport coordinates from a freshly loaded page (scrolled to the top, then the
         # recorded scrolls): a part that follows another on the same page starts wherever that one left it
         if not any(o.get("action") in GESTURES for o in self.plan): return None
-        try: y = await H.evaluate(self.bs, "scrollY")
+        try: y = await HS.evaluate(self.bs, "scrollY")
         except Exception: return None
         if not y: return None
         return ({"op": "scroll", "segment": 0, "macro": self.plan[0].get("macro"), "memory": TOP_MEMORY},
@@ -382,7 +402,7 @@ class Replayer:
 
     async def _scroll_to(self, desc):
         "A scroll action bringing the element into the viewport when the page has it outside the shown part, else None."
-        try: box = await H.evaluate(self.bs, LOCATE_JS.replace("DESC", json.dumps(desc)))
+        try: box = await HS.evaluate(self.bs, LOCATE_JS.replace("DESC", json.dumps(desc)))
         except Exception: return None
         if not box or box["top"] >= 0 and box["bottom"] <= box["h"]: return None
         down = box["top"] > 0
@@ -412,39 +432,39 @@ def replay_llm(obj, model: str = "replay", bs=None) -> H.ScriptedChat:
 
 # %% ../../nbs/data/06_replay.ipynb #acc3d24c
 def upload_files(plan, task, dir) -> list:
-    "The files a plan uploads; a missing one is made again in dir/_files/ from the task's option (the op then names it)."
+    "The files a plan uploads; a missing one is made again in dir/_files/<task id>/ as the task has it at hand (the op then names it)."
     out = []
     for op in plan:
         p = op.get("params") or {}
         if op.get("action") != "upload_file" or not p.get("path"): continue
         path, o = Path(p["path"]), task.get("option") or {}
         if not path.is_file() and o.get("filename") and "content" in o:
-            path = Path(dir) / "_files" / str(task.get("task_id", "task")) / o["filename"]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(str(o["content"]))
+            path = Path(as_task(task).write_files(Path(dir) / "_files" / str(task.get("task_id", "task")))[0])
             p["path"] = str(path)
         out.append(str(path))
     return out
 
+# %% ../../nbs/data/06_replay.ipynb #43e1d289
 async def session_events(bs, base, replayers, clip) -> list:
     "The events a gate reads: the replays' action events, the page recorder's stream and the clipboard writes."
-    record = (await H.admin_get(bs, base, "/_admin/record")).get("entries", [])
+    record = (await HS.admin_get(bs, base, "/_admin/record")).get("entries", [])
     return ([e for rp in replayers for e in rp.events] + record
             + [{"type": "action", "action": "clipboard_write", "target": "", "value": v} for v in clip])
 
+# %% ../../nbs/data/06_replay.ipynb #e7e7a360
 async def replay_part(bs, base, part, out_dir=None, max_steps=H.MAX_STEPS, prepared=False):
     "Replay a part on `bs` and gate it -> (ok, detail, Replayer)."
     from browser_use import Agent
     task, traj = part["task"], part["traj"]
-    start = base + task["start"]["url"] if prepared else await H.prepare(bs, base, task)
+    start = base + task["start"]["url"] if prepared else await HS.prepare(bs, base, task)
     rp = Replayer(bs, base, build_plan(traj, part["elements"]), part["dir"], out_dir, traj, task)
     files = upload_files(rp.plan, task, out_dir or setup_env() / "uploads")
     agent = Agent(task=H.instruction(task["instruction"], start), llm=replay_llm(rp, bs=bs), browser_session=bs,
-                  tools=H.make_tools(), max_failures=rp.max_misses, available_file_paths=files, **H.AGENT_KWARGS)
-    H.use_normalized_coordinates(bs)
+                  tools=HA.make_tools(), max_failures=rp.max_misses, available_file_paths=files, **H.AGENT_KWARGS)
+    HA.use_normalized_coordinates(bs)
     try: await agent.run(max_steps=max_steps)
     finally: H.drop_agent_folders(agent)
-    log, changes, clip = await H.backend_state(bs, base)
+    log, changes, clip = await HS.backend_state(bs, base)
     events = await session_events(bs, base, [rp], clip)
     ok, detail, _ = checks.gate(task["check"], task.get("verifier"), log, events, changes, clip, rp.answer, rp.seen)
     if not rp.finished: ok, detail = False, f"replay not finished ({rp.cursor}/{len(rp.plan)} ops): " + "; ".join(rp.errors[-1:])

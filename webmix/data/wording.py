@@ -10,7 +10,7 @@ __all__ = ['TEMPLATES', 'COMMENTS', 'PEOPLE', 'TEXTS', 'lower_label', 'singular'
 import re
 from collections import Counter
 
-from ..world.miniweb import fmt_value
+from ..world.pages import fmt_value
 
 # %% ../../nbs/data/01_wording.ipynb #a389a46f
 TEMPLATES = {
@@ -189,11 +189,13 @@ def lower_label(label: str) -> str:
     "A label inside a sentence: lower case, acronyms kept ('Salary (USD)' -> 'salary (USD)')."
     return " ".join(w if len(w.strip("()")) > 1 and w.strip("()").isupper() else w.lower() for w in str(label).split())
 
+# %% ../../nbs/data/01_wording.ipynb #45860bc1
 def singular(w: str) -> str:
     if w.endswith("ies"): return w[:-3] + "y"
     if w.endswith(("sses", "ches", "shes", "xes")): return w[:-2]
     return w[:-1] if w.endswith("s") and not w.endswith("ss") else w
 
+# %% ../../nbs/data/01_wording.ipynb #3e2e54cf
 def quoted(text) -> str:
     "A name or value as an instruction writes it: in quotes when it is long or has punctuation of its own."
     t = str(text)
@@ -217,6 +219,7 @@ def _pattern(values):
     prefix, n = prefixes.most_common(1)[0]
     return (prefix, max(len(m.group(2)) for m in ms)) if n >= 0.8 * len(ms) else None
 
+# %% ../../nbs/data/01_wording.ipynb #f6047e9d
 def new_value(site, cname, fn, rng, current=None):
     "A realistic value for field fn other than `current` (the form's text for it: str)."
     f, rows = site.collections[cname]["fields"][fn], site.rows.get(cname, [])
@@ -248,6 +251,7 @@ def new_value(site, cname, fn, rng, current=None):
     if t == "email" or pool: return rng.choice(pool) if pool else "sam.lee@example.com"
     return rng.choice(PEOPLE)
 
+# %% ../../nbs/data/01_wording.ipynb #29ad7ef0
 def shown(site, cname, fn, v) -> str:
     "A value as the site's pages and forms show it (refs by their title)."
     f = site.collections[cname]["fields"][fn]
@@ -259,6 +263,7 @@ def shown(site, cname, fn, v) -> str:
     if f["type"] == "money": return f"{float(v):.2f}"
     return str(fmt_value(v, f))
 
+# %% ../../nbs/data/01_wording.ipynb #da1b258d
 def stored(site, cname, fn, v):
     "A value as the database stores it (what a change check compares against)."
     t = site.collections[cname]["fields"][fn]["type"]

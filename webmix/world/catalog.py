@@ -28,6 +28,7 @@ class Macro:
     follows: bool
     doc: str
 
+# %% ../../nbs/world/01_catalog.ipynb #472eddca
 def _m(name, family, kinds, roles, flags, doc):
     "One catalog row; kinds, roles and flags are space-separated words."
     f = set(flags.split())

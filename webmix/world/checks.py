@@ -25,6 +25,7 @@ def norm(s) -> str:
     "Text with case and runs of whitespace normalized."
     return " ".join(str(s).lower().split())
 
+# %% ../../nbs/world/03_checks.ipynb #c2d48670
 def number(s):
     "A number out of a value ('$1,234.50' -> 1234.5), else None."
     if isinstance(s, bool): return None
@@ -33,15 +34,18 @@ def number(s):
 
 ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?")
 
+# %% ../../nbs/world/03_checks.ipynb #4197515c
 def recorded_date(v):
     "The date of an ISO date or datetime string (the form sites store), else None."
     m = ISO_DATE.fullmatch(str(v).strip())
     return _date(*m.groups()) if m else None
 
+# %% ../../nbs/world/03_checks.ipynb #a59b7475
 def _date(y, m, d):
     try: return date(int(y), int(m), int(d))
     except (TypeError, ValueError): return None
 
+# %% ../../nbs/world/03_checks.ipynb #aeab83d7
 def value_matches(expected, got) -> bool:
     "Does a recorded value match an expected one (the rules above)?"
     if isinstance(expected, dict):
@@ -53,8 +57,10 @@ def value_matches(expected, got) -> bool:
     if a is not None and b is not None: return abs(a - b) < 1e-9
     return str(expected).strip() == str(got).strip()
 
+# %% ../../nbs/world/03_checks.ipynb #b10300c6
 def _strs(v): return {str(x).strip() for x in v} if isinstance(v, (list, tuple)) else {str(v).strip()}
 
+# %% ../../nbs/world/03_checks.ipynb #aeea0503
 def show(v, n=60) -> str:
     "A value for a detail message: relaxed dates spelled out, long text cut."
     if isinstance(v, dict) and v.get("any_date"): return f"any date (recorded {v.get('recorded')})"
@@ -70,16 +76,19 @@ def _find(want, entries, misses, show_entry, near, nothing):
     closest = min(reversed(near or entries), key=lambda e: len(misses(e)))      # ties: the latest
     return False, f"no {want}; closest: {show_entry(closest)} ({'; '.join(misses(closest))})", closest
 
+# %% ../../nbs/world/03_checks.ipynb #9b058bd9
 def _param_misses(expected: dict, got: dict, prefix="") -> list:
     return [f"{prefix}{k} missing, expected {show(v)}" if k not in got else f"{prefix}{k}={show(got[k])}, expected {show(v)}"
             for k, v in expected.items() if k not in got or not value_matches(v, got[k])]
 
+# %% ../../nbs/world/03_checks.ipynb #2886dc7c
 def _with(params: dict, prefix="") -> str:
     return " with " + ", ".join(f"{prefix}{k}={show(v)}" for k, v in params.items()) if params else ""
 
 # %% ../../nbs/world/03_checks.ipynb #ce4d5d6f
 def _same_path(a, b): return (a or "").rstrip("/") == (b or "").rstrip("/")
 
+# %% ../../nbs/world/03_checks.ipynb #2621546a
 def _request_misses(check, e) -> list:
     out = [] if _same_path(e.get("path"), check["path"]) else [f"path {e.get('path')}"]
     if check.get("method") and str(e.get("method")).upper() != check["method"].upper(): out.append(f"method {e.get('method')}")
@@ -88,11 +97,13 @@ def _request_misses(check, e) -> list:
     if int(e.get("status") or 200) >= 400: out.append(f"status {e.get('status')}")
     return out
 
+# %% ../../nbs/world/03_checks.ipynb #9b0089dc
 def _show_request(e) -> str:
     q = "&".join(f"{k}={v}" for k, v in (e.get("query") or {}).items())
     return (f"{e.get('method')} {e.get('path')}" + (f"?{q}" if q else "") + (f" form {show(e['form'], 120)}" if e.get("form") else "")
             + (f" [{e['status']}]" if e.get("status") else ""))
 
+# %% ../../nbs/world/03_checks.ipynb #27b72582
 def match_request(check, log):
     "A logged request to check['path'] with its query/form parameters (and method); `final`: the path's last request."
     same = [e for e in log if _same_path(e.get("path"), check["path"])
@@ -106,11 +117,13 @@ def match_request(check, log):
 # %% ../../nbs/world/03_checks.ipynb #dfde86cb
 def _row(c): return (c.get("before") if c.get("op") == "delete" else c.get("after")) or {}
 
+# %% ../../nbs/world/03_checks.ipynb #3a3df8a1
 def _change_misses(check, c) -> list:
     out = [f"{k} {c.get(k)}" for k in ("collection", "op", "site") if k in check and c.get(k) != check[k]]
     if "id" in check and str(c.get("id")) != str(check["id"]): out.append(f"id {c.get('id')}")
     return out + _param_misses(check.get("fields") or {}, _row(c))
 
+# %% ../../nbs/world/03_checks.ipynb #1ce9ca27
 def match_change(check, changes):
     "A data change in check['collection'] with its op, id and field values (in `before` for a delete)."
     want = f"{check['op']} of {check['collection']}" + (f" #{check['id']}" if "id" in check else "") + _with(check.get("fields") or {})
@@ -123,6 +136,7 @@ def match_change(check, changes):
 # %% ../../nbs/world/03_checks.ipynb #ee77860b
 def _clip_text(e): return e.get("text", "") if isinstance(e, dict) else str(e)
 
+# %% ../../nbs/world/03_checks.ipynb #3b71dd25
 def match_clipboard(check, clipboard):
     "A clipboard write equal to check['text'] (containing it, with `contains`), optionally from one control."
     text, contains = check["text"], check.get("contains")
@@ -138,21 +152,25 @@ def match_clipboard(check, clipboard):
 ACTION_ALIASES = {"input": "type", "copy": "clipboard_write"}
 TARGET_KEYS = ("control_id", "id", "name", "text", "label", "href")
 
+# %% ../../nbs/world/03_checks.ipynb #6bcdc03b
 def action_of(e) -> str:
     "An event's action in the harness's words."
     a = e.get("action") or e.get("type")
     return ACTION_ALIASES.get(a, a)
 
+# %% ../../nbs/world/03_checks.ipynb #7980c42f
 def _show_target(t) -> str:
     "A target descriptor by its first identifying field."
     return show(next((t[k] for k in TARGET_KEYS if t.get(k)), t) if isinstance(t, dict) else t)
 
+# %% ../../nbs/world/03_checks.ipynb #d437b501
 def _target_matches(expected, got) -> bool:
     if isinstance(expected, str) and isinstance(got, dict):
         return any(norm(got.get(k) or "") == norm(expected) for k in TARGET_KEYS)
     if isinstance(expected, str): return norm(got or "") == norm(expected)
     return value_matches(expected, got)
 
+# %% ../../nbs/world/03_checks.ipynb #153b841e
 def _event_misses(check, e) -> list:
     out = []
     for k, v in check.items():
@@ -163,6 +181,7 @@ def _event_misses(check, e) -> list:
         if not ok: out.append(f"{k} {got}, expected {show(v)}")
     return out
 
+# %% ../../nbs/world/03_checks.ipynb #67cf5e85
 def match_event(check, events):
     "An action event with every field the check gives (action, target, value, ...)."
     want = "action event" + _with({k: v for k, v in check.items() if k != "kind"})
@@ -177,39 +196,47 @@ def numbers_in(text) -> list:
     "The (non-negative) numbers written in a text, thousands separators allowed."
     return [float(x.replace(",", "")) for x in NUMBER.findall(str(text))]
 
+# %% ../../nbs/world/03_checks.ipynb #3dead92e
 def clean_answer(s) -> str:
     "An answer normalized for exact comparison: case, spaces, surrounding quotes, a final full stop."
     return norm(s).strip("\"'` ").rstrip(".!").strip()
 
+# %% ../../nbs/world/03_checks.ipynb #0df14a3b
 def contains_phrase(text, phrase) -> bool:
     "Is phrase in text as whole words (case and spaces normalized)?"
     return re.search(r"(?<!\w)" + re.escape(norm(phrase)) + r"(?!\w)", norm(text)) is not None
 
+# %% ../../nbs/world/03_checks.ipynb #630527cc
 # each -> (ok, the evidence that must have been seen, a note on what differs)
 def _answer_exact(check, answer):
     return clean_answer(answer) == clean_answer(check["value"]), [str(check["value"])], ""
 
+# %% ../../nbs/world/03_checks.ipynb #ba9e6203
 def _answer_numeric(check, answer):
     x, tol = float(check["value"]), float(check.get("tolerance", 0)) + 1e-9
     found = numbers_in(answer)
     return any(abs(y - x) <= tol for y in found), [x], f"numbers in it: {found}"
 
+# %% ../../nbs/world/03_checks.ipynb #343b158e
 def _answer_set(check, answer):
     items = [str(v) for v in check["value"]]
     missing = [v for v in items if not contains_phrase(answer, v)]
     extra = [str(c) for c in check.get("choices", []) if str(c) not in items and contains_phrase(answer, c)]
     return not (missing or extra), items, ", ".join(f"{k} {v}" for k, v in (("missing", missing), ("extra", extra)) if v)
 
+# %% ../../nbs/world/03_checks.ipynb #80969185
 def _answer_regex(check, answer):
     m = re.search(check["pattern"], str(answer), re.I)
     return m is not None, [m.group(0)] if m else [], ""
 
 ANSWER_MATCHERS = {"exact": _answer_exact, "numeric": _answer_numeric, "set": _answer_set, "regex": _answer_regex}
 
+# %% ../../nbs/world/03_checks.ipynb #cc4e03bc
 def _seen(item, seen, tolerance=0.0) -> bool:
     if isinstance(item, float): return any(abs(y - item) <= tolerance + 1e-9 for s in seen for y in numbers_in(s))
     return any(contains_phrase(s, item) for s in seen)
 
+# %% ../../nbs/world/03_checks.ipynb #7bf6c42e
 def check_answer(check, answer, seen):
     "The answer matches (exact, numeric, set, regex) and its evidence appeared in `seen` (screen texts)."
     expected = check.get("pattern") if check["match"] == "regex" else check.get("value")
@@ -233,6 +260,7 @@ def _all_of(results):
     failed = [d for ok, d, _ in results if not ok]
     return not failed, "; ".join(failed or [d for _, d, _ in results]), [ev for _, _, ev in results]
 
+# %% ../../nbs/world/03_checks.ipynb #a6d9b195
 def run_check(check, state: dict):
     "One check against a session's state {log, events, changes, clipboard, answer, seen} -> (ok, detail, evidence)."
     kind = check.get("kind")
@@ -242,6 +270,7 @@ def run_check(check, state: dict):
     match, source = ENTRY_MATCHERS[kind]
     return match(check, state[source] or [])
 
+# %% ../../nbs/world/03_checks.ipynb #e192ea58
 def gate(check, verifier, log, events, changes, clipboard, answer, seen):
     "Does the session pass the task's check and its verifier's extra checks? -> (ok, detail, evidence)."
     state = {"log": log, "events": events, "changes": changes, "clipboard": clipboard, "answer": answer, "seen": seen}
@@ -267,6 +296,7 @@ def dates_in(text, year=None) -> set:
 
 RELAXED_FIELDS = {"request": ("query", "form"), "change": ("fields",), "event": ("value",)}
 
+# %% ../../nbs/world/03_checks.ipynb #3bf19d36
 def relax_recorded_dates(check, texts):
     "A copy of check whose recorded date values that `texts` never mention accept any date."
     said = " ".join(str(t) for t in texts if t)
@@ -302,16 +332,19 @@ def recorded_action(entry) -> str | None:
     if entry.get("type") == "input": return INPUT_ACTIONS.get((entry.get("target") or {}).get("type"), "type")
     return RECORDED_ACTIONS.get(entry.get("type"))
 
+# %% ../../nbs/world/03_checks.ipynb #d83d76de
 def recorded_target(target) -> dict:
     "A recorder target as an event target: the control's data-value as `value`, empty fields left out."
     t = {**(target or {}), "value": (target or {}).get("value_attr")}
     return {k: t[k] for k in EVENT_TARGET if t.get(k) not in (None, "")}
 
+# %% ../../nbs/world/03_checks.ipynb #e4d01b39
 def on_site(url, site) -> bool:
     "Is `url` a page of MiniWeb site `site`?"
     path = urlsplit(url or "").path
     return path == f"/sites/{site}" or path.startswith(f"/sites/{site}/")
 
+# %% ../../nbs/world/03_checks.ipynb #fc630075
 def recorded_events(entries, site=None) -> list:
     "The action events of a recorder stream (see above); with `site`, only those on that site's pages."
     out = []
@@ -322,6 +355,7 @@ def recorded_events(entries, site=None) -> list:
                     **{k: e[k] for k in ("value", "to", "points", "t", "url") if k in e}})
     return out
 
+# %% ../../nbs/world/03_checks.ipynb #80938e56
 class GateInputs(TypedDict):
     "What a generated task's gate reads of one session (grade_inputs.json holds these, and may hold more)."
     base: str                  # the MiniWeb server the session ran on
@@ -332,6 +366,7 @@ class GateInputs(TypedDict):
     answer: str | None         # the agent's final answer
     seen: list                 # the text of every screen the agent saw
 
+# %% ../../nbs/world/03_checks.ipynb #cb41dde2
 def gate_task(task, inputs: GateInputs):
     "A generated task's grade from its session's `inputs` alone (see above) -> (ok, detail, evidence)."
     t = rebase(task, inputs["base"])
@@ -339,7 +374,6 @@ def gate_task(task, inputs: GateInputs):
     changes = [c for c in inputs["changes"] or [] if c.get("site") in (None, t["site"])]   # collections are a site's own too
     return gate(check, t.get("verifier"), inputs["log"], recorded_events(inputs["record"], t["site"]), changes,
                 inputs["clip"], inputs["answer"], inputs["seen"])
-
 
 # %% ../../nbs/world/03_checks.ipynb #7c6a6d7c
 LOG_FIELDS = ("t", "site", "method", "path", "query", "form", "status")
@@ -349,15 +383,18 @@ def merge_server_log(record_entries, log_entries) -> list:
     net = [{"type": "network", **{k: e.get(k) for k in LOG_FIELDS}} for e in log_entries]
     return sorted([*record_entries, *net], key=lambda e: e.get("t") or 0)
 
+# %% ../../nbs/world/03_checks.ipynb #025dbdb1
 def _flat_query(q: str) -> dict:
     return {k: v[0] if len(v) == 1 else v for k, v in parse_qs(q, keep_blank_values=True).items()}
 
+# %% ../../nbs/world/03_checks.ipynb #1bb7ee57
 def _visits(trajectory) -> list:
     loads = [{"t": e.get("t"), "method": "GET", "path": urlsplit(e["url"]).path, "query": _flat_query(urlsplit(e["url"]).query)}
              for e in trajectory if e.get("type") == "load" and e.get("url")]
     gets = [e for e in trajectory if e.get("type") == "network" and e.get("method") == "GET"]
     return sorted(loads + gets, key=lambda e: e.get("t") or 0)
 
+# %% ../../nbs/world/03_checks.ipynb #65288b69
 def check_condition(cond, trajectory):
     "One verifier condition over a trajectory -> (ok, detail, evidence)."
     kind = cond.get("kind")
@@ -368,6 +405,7 @@ def check_condition(cond, trajectory):
         return match_request({"method": "GET", "path": u.path, "query": _flat_query(u.query)}, _visits(trajectory))
     raise ValueError(f"unknown verifier condition {kind!r} in {cond}")
 
+# %% ../../nbs/world/03_checks.ipynb #aecc87ff
 def verify_macro(spec, trajectory) -> dict:
     results = [check_condition(c, trajectory) for c in spec.get("conditions") or []]
     return {"passed": all(ok for ok, _, _ in results), "subtask": spec.get("subtask", ""),
@@ -382,6 +420,7 @@ def precise_match(expected, answer) -> bool:
     if x is not None: return any(abs(y - x) < 1e-6 for y in numbers_in(answer))
     return contains_phrase(answer, expected)
 
+# %% ../../nbs/world/03_checks.ipynb #eea874d7
 def _values(m): return m["value"] if isinstance(m.get("value"), list) else [m.get("value")]
 
 TIERS = {"regex": lambda m, a: re.search(m["pattern"], a, re.I) is not None,
@@ -395,6 +434,7 @@ Expected answer: {expected}
 Does the agent's answer give the expected answer (wording may differ; a different or missing value is wrong)?
 Reply YES or NO, then one short sentence why."""
 
+# %% ../../nbs/world/03_checks.ipynb #5299f2a3
 def judge_answer(spec, answer, question) -> dict:
     "The LLM tier: an OpenAI-compatible judge when WEBMIX_JUDGE_MODEL and WEBMIX_JUDGE_URL are set, else skipped."
     judge = judge_settings()
@@ -411,6 +451,7 @@ def judge_answer(spec, answer, question) -> dict:
     return {"tier": "llm", "passed": reply.strip().upper().startswith("YES"), "skipped": False, "model": judge["model"],
             "detail": reply.strip()[:300]}
 
+# %% ../../nbs/world/03_checks.ipynb #75fa9815
 def grade_answer(spec, answer, question=None) -> dict:
     "The answer through the tiers regex, exact, precise, then the LLM tier -> {required, passed, tier, skipped, detail}."
     if not spec: return {"required": False, "passed": True, "tier": None, "skipped": False, "detail": "no answer required"}
@@ -423,6 +464,7 @@ def grade_answer(spec, answer, question=None) -> dict:
     detail = f"answer {show(answer)} failed the regex, exact and precise matchers; {judged['detail']}"
     return {"required": True, **judged, "tier": "llm" if judged["passed"] else None, "detail": detail}
 
+# %% ../../nbs/world/03_checks.ipynb #3202f944
 def verify_task(verifier, trajectory, answer, question=None) -> dict:
     "Grade an annotated task: every macro's conditions over the trajectory, and the answer -> {passed, summary, by_macro, answer}."
     by_macro = {name: verify_macro(spec, trajectory) for name, spec in (verifier.get("macros") or {}).items()}

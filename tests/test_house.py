@@ -1,0 +1,81 @@
+"""The house's shape: every import runs down the layers (or stays in its wing), no module is over 600 lines, and the
+command line parses every command's options without loading a runner.
+
+The layers, lowest first: settings, file formats and options records; the MiniWeb world; typed records and run
+folders; the agent runtime; the run engine (its workers hold the agents' browsers); data generation; evaluation;
+the viewers; the main job and the command line."""
+import ast, subprocess, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PKG = ROOT / "webmix"
+# lowest first; a module may import from its own layer and the layers below it
+LAYERS = [("webmix.config", "webmix.formats", "webmix.command"), ("webmix.world",), ("webmix.records", "webmix.folders"),
+          ("webmix.agents",), ("webmix.runs",), ("webmix.data",), ("webmix.eval",), ("webmix.views",), ("webmix.job", "webmix.cli")]
+HEAVY = ("browser_use", "playwright", "pandas", "jsonschema", "IPython", "ipywidgets", "flask", "openai", "google.genai",
+         "PIL", "plotly", "ray", "pydantic", "yaml")
+
+
+def modules() -> dict:
+    "{dotted name: path} of every module webmix exports (the notebooks' index left out)."
+    return {".".join(p.relative_to(ROOT).with_suffix("").parts): p for p in sorted(PKG.rglob("*.py"))
+            if p.name not in ("_modidx.py", "__init__.py")}
+
+
+def layer(name: str) -> int:
+    return next(i for i, names in enumerate(LAYERS) if any(name == n or name.startswith(n + ".") for n in names))
+
+
+def imports_of(name: str, path: Path) -> set:
+    "The webmix modules `name` imports, at the top or inside a function (a lazy import is a dependency too)."
+    pkg, out = name.rsplit(".", 1)[0], set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:                                   # relative: resolve against this module's package
+                parts = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            if base.startswith("webmix"):
+                out |= {f"{base}.{a.name}" if base in ("webmix",) or base.count(".") == 1 and f"{base}.{a.name}" in modules()
+                        else base for a in node.names}
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("webmix")}
+    return {m for m in out if m != "webmix" and not m.endswith("__version__")}
+
+
+def test_imports_run_down_the_layers_only():
+    upward = []
+    for name, path in modules().items():
+        for target in imports_of(name, path):
+            if target in modules() and layer(target) > layer(name):
+                upward.append(f"{name} (layer {layer(name)}) imports {target} (layer {layer(target)})")
+    assert not upward, "\n".join(upward)
+
+
+def test_every_module_has_a_layer_and_none_is_over_600_lines():
+    sizes = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
+    assert all(layer(n) >= 0 for n in sizes)
+    big = {n: s for n, s in sizes.items() if s > 600}
+    assert not big, big
+
+
+def test_the_command_line_parses_every_command_without_loading_a_runner():
+    "Every command's --help, and the parser of them all, come from light modules: no browser, model client or widget."
+    code = ("import argparse, sys\nfrom webmix.cli import parser\n"
+            "def helps(p):\n"
+            "    yield p.format_help()\n"
+            "    for a in p._actions:\n"
+            "        if isinstance(a, argparse._SubParsersAction):\n"
+            "            for sp in a.choices.values(): yield from helps(sp)\n"
+            "n = sum(1 for _ in helps(parser()))\n"
+            f"print(n, sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m in {HEAVY!r}))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-2000:]
+    n, loaded = p.stdout.split(" ", 1)
+    assert int(n) >= 17 and loaded.strip() == "[]", p.stdout
+
+
+def test_every_option_is_declared_once_in_a_record():
+    "No module but the one generic builder (webmix.command) calls add_argument."
+    callers = [n for n, path in modules().items() if "add_argument(" in path.read_text() and n != "webmix.command"]
+    assert not callers, callers
