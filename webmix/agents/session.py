@@ -312,8 +312,12 @@ def playwright_session_sync(context, page, base: str, flags: dict | None = None)
 
 # %% ../../nbs/agents/02c_session.ipynb #b1568bd3
 async def goto(bs, url: str) -> str:
-    "Navigate the agent's tab to `url` and wait for the load."
-    await bs.navigate_to(url)
+    "Navigate the agent's tab to `url` and wait for the load; again once when the page's own navigation aborted it."
+    try: await bs.navigate_to(url)
+    except RuntimeError as e:
+        if "ERR_ABORTED" not in str(e): raise
+        await asyncio.sleep(0.5)            # a form the last action posted is still loading: let it land, then go
+        await bs.navigate_to(url)
     return url
 
 # %% ../../nbs/agents/02c_session.ipynb #128616f1
