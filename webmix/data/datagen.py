@@ -26,6 +26,8 @@ from .scripted_model import Driver
 from .pool import read_results, write_pool
 from ..records import as_task
 from .tasks import all_tasks
+from ..command import split_options
+from .options import DatagenOptions
 
 # %% ../../nbs/data/04_datagen.ipynb #0d955c7e
 from .options import GRACE_S       # declared beside the command-line options that offer it
@@ -167,17 +169,18 @@ def summary_table(summary) -> str:
     return "\n".join(lines)
 
 # %% ../../nbs/data/04_datagen.ipynb #699f9569
-def run_datagen(out, sites=None, macros=None, per_control=1, seed=0, tasks=None, timeout=None, net_log_dir=None,
-                progress=True, args=None, **engine) -> dict:
-    "Generate, run and gate tasks (or the given `tasks`) into `out`; `engine`: run_units options. -> the summary by macro."
+def run_datagen(out, tasks=None, net_log_dir=None, progress=True, args=None, options: DatagenOptions | None = None,
+                **kw) -> dict:
+    "Generate, run and gate tasks (or the given `tasks`) into `out`; `kw`: DatagenOptions' fields (or the record as `options`), then run_units'. -> the summary by macro."
+    o, engine = (options, kw) if options is not None else split_options(DatagenOptions, kw)
     # what decides the units: the draw, or a list the caller made (a resume with another draw would mix two)
-    settings = {"seed": seed, "per_control": per_control} if tasks is None else {"tasks": "given by the caller"}
-    tasks = tasks if tasks is not None else all_tasks(sites, macros, per_control, seed)
+    settings = {"seed": o.seed, "per_control": o.per_control} if tasks is None else {"tasks": "given by the caller"}
+    tasks = tasks if tasks is not None else all_tasks(o.sites, o.macros, o.per_control, o.seed)
     if net_log_dir: Path(net_log_dir).mkdir(parents=True, exist_ok=True)
-    timeout = timeout or UNIT_TIMEOUT_S
+    timeout = engine.pop("timeout", None) or UNIT_TIMEOUT_S
     run = runs.run_units(tasks, run_task, out, runner="datagen", fields=task_fields, timeout=timeout + GRACE_S,
                          options={"timeout": timeout, "net_log_dir": str(net_log_dir) if net_log_dir else None},
-                         settings=settings, args=args or {"sites": sites, "macros": macros, "tasks": len(tasks)},
+                         settings=settings, args=args or {"sites": o.sites, "macros": o.macros, "tasks": len(tasks)},
                          progress=progress, **engine)
     mine = {t["task_id"] for t in tasks}
     summary = summarize([r for r in runs.latest(read_results(out)).values() if r["task_id"] in mine])

@@ -71,6 +71,7 @@ class DatagenOptions:
     sites: tuple | None = option(None, "comma-separated site names (default: all)")
     macros: tuple | None = option(None, "comma-separated macros (default: all)")
     per_control: int = option(1, "tasks per (control, macro)")
+    seed: int = option(0, "seed of the draw")
 
 # %% ../../nbs/data/90_options.ipynb #b7f5b456
 def datagen_cmd(o: DatagenOptions, run: RunOptions) -> int:
@@ -83,8 +84,7 @@ def datagen_cmd(o: DatagenOptions, run: RunOptions) -> int:
     use_sites_dir(run)
     stop_unknown("datagen", "site", o.sites, load_sites()); stop_unknown("datagen", "macro", o.macros, MACROS)
     try:
-        s = run_datagen(run.out, o.sites, o.macros, o.per_control, run.seed, args=command_args(o, run),
-                        **run.engine())
+        s = run_datagen(run.out, options=o, args=command_args(o, run), **run.engine())
     except runs.RunRefused as e: raise SystemExit(f"webmix datagen: {e}")
     return 0 if s.get("_all", {}).get("total", 0) == 0 or s["_all"]["kept"] > 0 else 1
 
@@ -113,6 +113,7 @@ def pool_cmd(o: PoolOptions) -> int:
 class PlanDataOptions:
     "plan-data: which chains"
     chains: int = option(40, "chains to sample")
+    seed: int = option(0, "seed of the draw")
     pool: str | None = option(None, "file of kept trajectory ids to chain (default: every kept trajectory)")
     runs: list | None = option(None, "run folders, or folders of runs, holding the kept trajectories (default: <data>/runs)",
                                nargs="+", metavar="DIR")
@@ -130,9 +131,7 @@ def plan_data_cmd(o: PlanDataOptions, run: RunOptions) -> int:
     from webmix.data.plan_data import run_plan_data
     use_sites_dir(run)
     try:
-        s = run_plan_data(out=run.out, chains=o.chains, pool=o.pool, sizes=o.sizes, seed=run.seed, budget=o.budget,
-                          planner_turns=o.planner_turns, memory_model=o.memory_model, memory_url=o.memory_url,
-                          runs=o.runs, args=command_args(o, run), **run.engine())
+        s = run_plan_data(out=run.out, options=o, args=command_args(o, run), **run.engine())
     except (ValueError, runs.RunRefused) as e: raise SystemExit(f"webmix plan-data: {e}")
     print(f"rows: {s['out']}/<chain id>/rows.jsonl ({s['ok']} kept chains this session; failed ones in {s['out']}/_failed/)\n"
           f"open them in a notebook: from webmix.data.plan_data import validate_chain; "

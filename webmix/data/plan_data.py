@@ -31,6 +31,8 @@ from ..world.sites import load_sites
 from .pool import pool_items
 from .datagen import file_unit
 from ..runs import RunRefused, run_units, settle
+from ..command import split_options
+from .options import PlanDataOptions
 
 # %% ../../nbs/data/08_plan_data.ipynb #32e9eb88
 VERSION = PA.DEFAULT_VERSION                 # the planner version of the reference system's runs (v6)
@@ -375,26 +377,25 @@ def _draw(items) -> str:
     return hashlib.sha256("\n".join(sorted(tid for tid, _ in items)).encode()).hexdigest()[:16]
 
 # %% ../../nbs/data/08_plan_data.ipynb #e073cff2
-def run_plan_data(out=None, chains=40, pool=None, sizes=(2, 3, 4), seed=0, budget=H.MAX_STEPS, planner_turns=None,
-                  memory_model=None, memory_url=None, runs=None, items=None, progress=True, args=None,
-                  **engine) -> dict:
-    "Build planner rows for `chains` sampled chains into `out` (see above); `engine`: run_units options -> the summary."
-    items = pool_items(pool, runs=runs) if items is None else items
-    specs = chain_specs(items, chains, tuple(sizes), seed)
-    if not specs: raise ValueError(f"no chain can be drawn from {len(items)} kept trajectories (pool: {pool or 'all'})")
+def run_plan_data(out=None, items=None, progress=True, args=None, options: PlanDataOptions | None = None, **kw) -> dict:
+    "Build planner rows for the sampled chains into `out` (see above); `kw`: PlanDataOptions' fields (or the record as `options`), then run_units'. -> the summary."
+    o, engine = (options, kw) if options is not None else split_options(PlanDataOptions, kw)
+    items = pool_items(o.pool, runs=o.runs) if items is None else items
+    specs = chain_specs(items, o.chains, tuple(o.sizes), o.seed)
+    if not specs: raise ValueError(f"no chain can be drawn from {len(items)} kept trajectories (pool: {o.pool or 'all'})")
     out = Path(out or default_out())
     engine.setdefault("ports", PLAN_DATA_PORTS)
     timeout = engine.pop("timeout", None)
     longest = max(len(c) for c in specs) * 2 + 1                # a turn per part, one per trip home, and done
-    models = [{"role": "memory", "name": memory_model, "url": memory_url}] if memory_model else []
+    models = [{"role": "memory", "name": o.memory_model, "url": o.memory_url}] if o.memory_model else []
     run = run_units(
         specs, run_chain, out, runner="plan-data", key=chain_key, fields=chain_fields, desc="plan-data",
         timeout=timeout or chain_timeout_s(longest) + 60, progress=progress, models=models,
-        options={"budget": budget, "planner_turns": planner_turns, "timeout": timeout,
-                 "memory_model": memory_model, "memory_url": memory_url},
-        settings={"seed": seed, "sizes": list(sizes), "draw": _draw(items), "budget": budget,
-                  "planner_turns": planner_turns, "memory_model": memory_model},
-        args=args or {"chains": chains, "pool": pool, "runs": runs}, **engine)
+        options={"budget": o.budget, "planner_turns": o.planner_turns, "timeout": timeout,
+                 "memory_model": o.memory_model, "memory_url": o.memory_url},
+        settings={"seed": o.seed, "sizes": list(o.sizes), "draw": _draw(items), "budget": o.budget,
+                  "planner_turns": o.planner_turns, "memory_model": o.memory_model},
+        args=args or {"chains": o.chains, "pool": o.pool, "runs": o.runs}, **engine)
     summary = summarize(run)
     if progress: print(json.dumps(summary, indent=1), flush=True)
     return summary
