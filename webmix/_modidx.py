@@ -818,6 +818,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'webmix.eval.options.EvalTasks': ('eval/options.html#evaltasks', 'webmix/eval/options.py'),
                                      'webmix.eval.options.JudgeOptions': ('eval/options.html#judgeoptions', 'webmix/eval/options.py'),
                                      'webmix.eval.options.JudgeRunOptions': ('eval/options.html#judgerunoptions', 'webmix/eval/options.py'),
+                                     'webmix.eval.options.JudgedRun': ('eval/options.html#judgedrun', 'webmix/eval/options.py'),
                                      'webmix.eval.options.ModelOptions': ('eval/options.html#modeloptions', 'webmix/eval/options.py'),
                                      'webmix.eval.options.ModelOptions.spec': ( 'eval/options.html#modeloptions.spec',
                                                                                 'webmix/eval/options.py'),

@@ -7,8 +7,8 @@ __all__ = ['ARMS', 'ADAPTERS', 'DEFAULT_BASE_NAME', 'BENCHES', 'ONLINE_ARMS', 'O
            'MODEL', 'BUDGET', 'METHODS', 'SCORE_THRESHOLD', 'COMMANDS', 'EvalOptions', 'EvalTasks', 'eval_tasks',
            'evaluate_cmd', 'ServeCmdOptions', 'serve_cmd_cmd', 'PolicyOptions', 'default_pace_dir', 'OnlineOptions',
            'OnlineTasks', 'online_tasks', 'online_cmd', 'ModelOptions', 'default_tasks_file', 'ProposeOptions',
-           'propose_cmd', 'JudgeRunOptions', 'taskgen_judge_cmd', 'ValidateOptions', 'taskgen_validate_cmd',
-           'RowsOptions', 'taskgen_rows_cmd', 'JudgeOptions', 'judge_cmd']
+           'propose_cmd', 'JudgedRun', 'JudgeRunOptions', 'taskgen_judge_cmd', 'ValidateOptions',
+           'taskgen_validate_cmd', 'RowsOptions', 'taskgen_rows_cmd', 'JudgeOptions', 'judge_cmd']
 
 # %% ../../nbs/eval/90_options.ipynb #814ad0b5
 import json
@@ -281,10 +281,15 @@ def propose_cmd(o: ProposeOptions, m: ModelOptions) -> int:
 
 # %% ../../nbs/eval/90_options.ipynb #ae11391b
 @dataclass(frozen=True, kw_only=True)
-class JudgeRunOptions:
+class JudgedRun:
     "judge: which run"
     run: str = option(help="an evaluation run folder", positional=True)
     retries: int = option(3, "tries per episode before it is reported as not judged")
+
+# %% ../../nbs/eval/90_options.ipynb #1365a6fe
+@dataclass(frozen=True, kw_only=True)
+class JudgeRunOptions(JudgedRun):
+    "judge: which run"
     tasks: str | None = option(None, "a tasks file, for episodes whose folder has no episode.json")
 
 # %% ../../nbs/eval/90_options.ipynb #6f96d631
@@ -301,10 +306,8 @@ def taskgen_judge_cmd(o: JudgeRunOptions, m: ModelOptions) -> int:
 
 # %% ../../nbs/eval/90_options.ipynb #e00ce23c
 @dataclass(frozen=True, kw_only=True)
-class ValidateOptions:
+class ValidateOptions(JudgedRun):
     "validate: which run"
-    run: str = option(help="an evaluation run folder", positional=True)
-    retries: int = option(3, "tries per episode before it is reported as not judged")
     figure: str | None = option(None, "also write the figure to this HTML file")
 
 # %% ../../nbs/eval/90_options.ipynb #41f4c84d
