@@ -5,7 +5,7 @@
 
 # %% auto #0
 __all__ = ['KEEP_UNITS', 'CHAT_FAILURES', 'AGENT_KWARGS', 'has_screenshot', 'screenshot_png', 'with_screenshot', 'fresh_state',
-           'do_not_keep', 'clear_clipboard', 'KeptBrowser', 'browser', 'ScriptedChat', 'chat_failure',
+           'do_not_keep', 'run_within', 'clear_clipboard', 'KeptBrowser', 'browser', 'ScriptedChat', 'chat_failure',
            'stopped_on_failure', 'make_llm', 'drop_agent_folders', 'instruction']
 
 # %% ../../nbs/agents/02_harness.ipynb #d34689c6
@@ -110,6 +110,14 @@ async def fresh_state(bs, base=None) -> None:
 def do_not_keep(bs) -> None:
     "Have the KeptBrowser that lent `bs` kill it after the block (an agent stopped mid-step may have left anything)."
     bs._webmix_spoiled = True
+
+# %% ../../nbs/agents/02_harness.ipynb #0d14d629
+async def run_within(agent_run, timeout: float, bs) -> tuple:
+    "(what the coroutine `agent_run` returned, None), or (None, `timeout`) when it ran out of time in the browser `bs`."
+    try: return await asyncio.wait_for(agent_run, timeout), None
+    except asyncio.TimeoutError:
+        do_not_keep(bs)                            # an agent was cancelled in it: the next unit gets a new browser
+        return None, timeout
 
 # %% ../../nbs/agents/02_harness.ipynb #04bd27b2
 async def clear_clipboard(bs) -> None:

@@ -77,10 +77,9 @@ async def _attempt(task, worker, tmp, res, timeout, net_log):
         driver.agent = agent
         if not agent.initial_actions: await HS.goto(bs, HS.start_url(worker.base, task))   # else its first action opens it
         try:
-            try: history = await asyncio.wait_for(agent.run(max_steps=MAX_STEPS), timeout)
-            except asyncio.TimeoutError:
+            history, timed_out = await H.run_within(agent.run(max_steps=MAX_STEPS), timeout, bs)
+            if timed_out:                               # the agent was stopped mid-step: the next unit gets a new browser
                 res["cause"] = f"timeout after {timeout:g}s at step {len(driver.steps)}"
-                H.do_not_keep(bs)                       # the agent was stopped mid-step: start the next unit anew
                 return
             final_url = await HS.evaluate(bs, "location.href")
             driver.seen.append(await HS.seen(bs))

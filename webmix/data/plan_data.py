@@ -283,10 +283,9 @@ async def _chain(chain, worker, tmp, res, timing):
         planner = PA.planner_agent(bs, instruction, base + first["start"]["url"], R.replay_llm(script, "planner", bs), team, VERSION)
         try:
             t, limit = time.perf_counter(), opts.get("timeout") or chain_timeout_s(len(turns))
-            try: await asyncio.wait_for(planner.run(max_steps=turns_cap), timeout=limit)
-            except asyncio.TimeoutError:
+            _, timed_out = await H.run_within(planner.run(max_steps=turns_cap), limit, bs)
+            if timed_out:                               # the agents were stopped mid-step: the next chain gets a new browser
                 res["cause"] = f"timeout after {limit:g}s at planner turn {script.t + 1} of {len(turns)}"
-                H.do_not_keep(bs)                       # the agents were stopped mid-step: start the next chain anew
                 return
             run_s, t = time.perf_counter() - t, time.perf_counter()
             entries, changes, clip = await HS.backend_state(bs, base)

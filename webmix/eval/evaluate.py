@@ -27,8 +27,9 @@ from ..world.catalog import FAMILIES, REASON
 from ..config import annotations_dir, json_lines, site_split
 from ..agents.llm import require_served
 from ..records import HumanTask, TaskFileError, as_task, family_of
+from ..agents.harness import run_within
 from .episode import (ADAPTER_OF_FAMILY, episode_rows, files_at_hand, final_screenshot, histories, held_agents,
-                                 load_results, partial_history, record_requests, run_within, save_screenshots, sub_model,
+                                 load_results, partial_history, record_requests, save_screenshots, sub_model,
                                  task_file_text)
 from ..command import split_options
 from .options import ADAPTERS, ARMS, DEFAULT_BASE_NAME, EvalOptions

@@ -28,8 +28,9 @@ from ..agents import session as HS
 from ..agents.agent import VERSIONS, item_actions, render_element
 from ..config import check_folder_name, json_lines, short
 from ..records import OnlineTask, TaskFileError, as_task, site_of
+from ..agents.harness import run_within
 from .episode import (episode_rows, final_screenshot, histories, held_agents, load_results, partial_history,
-                                 record_requests, run_within, sub_model, task_file_text)
+                                 record_requests, sub_model, task_file_text)
 from ..command import deciding_settings
 from .options import BENCHES, ONLINE_ARMS, OnlineOptions
 
