@@ -33,7 +33,7 @@ def family_of(macro) -> str:
 
 # %% ../nbs/02_records.ipynb #54f6b814
 class TaskPage(Protocol):
-    "What a task needs of the browser it runs in (harness.BrowserPage is a browser-use session's)."
+    "What a task needs of the browser it runs in (session.BrowserPage is a browser-use session's)."
     base: str | None                        # the MiniWeb server's URL; None on the real web
 
     async def new_session(self, flags: dict) -> str: ...       # a fresh MiniWeb session with these flags -> its id
