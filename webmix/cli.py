@@ -29,7 +29,7 @@ def refusal(e: BaseException) -> bool:
     "Whether `e` is bad input or a run that cannot start (said in one line), not a defect (shown as a traceback)."
     if isinstance(e, BadOptions): return True
     from webmix.records import TaskFileError
-    from webmix.runs import RunRefused
+    from webmix.folders import RunRefused
     from webmix.world.specs import SpecError
     return isinstance(e, (RunRefused, TaskFileError, SpecError))
 

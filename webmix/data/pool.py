@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import config
 from ..world.catalog import QA_MACROS
-from ..runs import latest, read_results     # the one reader of results.jsonl (re-exported here)
+from ..folders import latest, read_results  # the one reader of results.jsonl (re-exported here)
 
 # %% ../../nbs/data/05_pool.ipynb #58d89239
 def _is_run(p: Path) -> bool: return (p / "accepted").is_dir() or (p / "results.jsonl").is_file()

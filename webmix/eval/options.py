@@ -12,12 +12,12 @@ __all__ = ['ARMS', 'ADAPTERS', 'DEFAULT_BASE_NAME', 'BENCHES', 'ONLINE_ARMS', 'O
 
 # %% ../../nbs/eval/90_options.ipynb #814ad0b5
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import config
 from ..command import Command, RunOptions, command_args, option
-from ..config import MAX_STEPS, MODEL_TIMEOUT_S, comma_list
+from ..config import MAX_STEPS, MODEL_TIMEOUT_S
 from ..agents.versions import DEFAULT_VERSION, VERSIONS
 
 # %% ../../nbs/eval/90_options.ipynb #d642cc56
@@ -230,8 +230,7 @@ def online_cmd(sel: OnlineTasks, o: OnlineOptions, run: RunOptions) -> int:
     tasks = online_tasks(sel, o)
     try: require_served(o.vllm, served_models(o))
     except ValueError as e: raise SystemExit(f"webmix online: --vllm: {e}")
-    kw = {f.name: getattr(o, f.name) for f in fields(o)}
-    try: r = run_online(tasks, run.out, args=command_args(sel, o, run), **kw, **run.engine("timeout", "keep_browsers"))
+    try: r = run_online(tasks, run.out, args=command_args(sel, o, run), options=o, **run.engine("timeout", "keep_browsers"))
     except runs.RunRefused as e: raise SystemExit(f"webmix online: {e}")
     s = r.summary()
     print(f"{s['units']} episodes this run ({s['ok']} ran to their end, {s['failed']} not), {s['skipped']} already done, in {run.out}", flush=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .. import runs
+from ..folders import latest, read_results
 from ..config import jsonl_lines
 from ..world.catalog import FAMILY_OF
 
@@ -140,7 +140,7 @@ def episode_kind(path) -> str | None:
 
 # %% ../../nbs/views/01_episodes.ipynb #f9fe405d
 @lru_cache(maxsize=32)
-def _results_cached(path, mtime, size) -> dict: return runs.latest(runs.read_results(path))
+def _results_cached(path, mtime, size) -> dict: return latest(read_results(path))
 
 # %% ../../nbs/views/01_episodes.ipynb #56f60700
 def _results_index(results_file) -> dict:
