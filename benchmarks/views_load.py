@@ -3,7 +3,7 @@
     python benchmarks/views_load.py RUN_DIR [--n 1000]
 
 RUN_DIR is any datagen run folder (with accepted/); its kept attempts are copied (screenshots hard-linked) into a
-temporary run of N episodes with a results.jsonl, and the EpisodeViewer is timed on it."""
+temporary run of N episodes with a results.jsonl and the run's manifest.json, and the EpisodeViewer is timed on it."""
 import argparse, json, os, shutil, tempfile, time
 from pathlib import Path
 
@@ -24,6 +24,7 @@ def make_run(src: Path, n: int, dst: Path) -> Path:
             else: shutil.copyfile(f, out / f.name)
         lines.append(json.dumps({**results.get(d.name, {"ok": True}), "task_id": out.name}))
     (dst / "results.jsonl").write_text("\n".join(lines) + "\n")
+    if (src / "manifest.json").is_file(): shutil.copyfile(src / "manifest.json", dst / "manifest.json")   # the episodes' layout
     return dst
 
 

@@ -61,6 +61,11 @@ def test_result_schemas_share_the_engine_fragment():
         if n.startswith("result_"): assert {"$ref": "#/$defs/engine"} in F.schema(n)["allOf"], n
 
 
+def test_the_episode_schema_is_generated_from_its_records():
+    from webmix.episode_layout import episode_schema
+    assert F.schema("episode") == episode_schema()
+
+
 def test_an_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="no schema 'nope'"): F.schema("nope")
 

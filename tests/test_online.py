@@ -190,6 +190,12 @@ def test_online_cli_writes_the_webjudge_layout_resumes_and_keeps_hints_out(tmp_p
         for tid, (result, shots) in episodes.items():
             assert WEBJUDGE_KEYS <= set(result) and result["task_id"] == tid and result["status"] == "done"
             assert F.problems("online_result", result) == []
+            # episode.json beside WebJudge's files: the one episode layout, its steps naming trajectory/'s screenshots
+            rec = json.loads((out / tid / "episode.json").read_text())
+            assert (rec["layout"], rec["runner"]) == ("agent", "online") and F.problems("episode", rec) == []
+            assert len(rec["steps"]) == 3 and [s["action"] for s in rec["steps"]] == ["scroll", "click", "done"], rec["steps"]
+            assert [s["screenshot"] for s in rec["steps"]] == [f"trajectory/{i}_full_screenshot.png" for i in range(3)]
+            assert rec["final_screenshot"] == "trajectory/3_full_screenshot.png" and rec["answer"] == result["final_result_response"]
             task = next(t for t in om2w + voyager if tid in (t.get("task_id"), t.get("id")))
             assert result["task"] == task.get("confirmed_task", task.get("ques"))
             # the scripted stand-in's generic episode: scroll, open the first link (the site's name, to its home)
@@ -208,7 +214,7 @@ def test_online_cli_writes_the_webjudge_layout_resumes_and_keeps_hints_out(tmp_p
         rows = (ep / "rows" / "rows.jsonl").read_text()
         assert [json.loads(l)["op"] for l in rows.splitlines()] == ["scroll", "click", "done"]
         assert (ep / "rows" / "step_0.png").exists()
-        for f in [ep / "result.json", ep / "rows" / "rows.jsonl", ep / "rows" / "episode.json", *ep.glob("history_*.json")]:
+        for f in [ep / "result.json", ep / "episode.json", ep / "rows" / "rows.jsonl", ep / "rows" / "episode.json", *ep.glob("history_*.json")]:
             assert "PRIVILEGED-HINT" not in f.read_text(), f
         assert om2w[0 if tid == "shop-1" else 1]["confirmed_task"] in rows
     assert not any(json.loads(l)["hint_left"] for l in (runs["om2w"][0] / "results.jsonl").read_text().splitlines())

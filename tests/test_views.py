@@ -12,7 +12,7 @@ from webmix.views.rows import RowsInspector, counts_figure, export_sft, messages
 from webmix.views.verdicts import VerdictInspector, confusion, load_verdicts
 from webmix.views.dashboard import run_dashboard, run_results
 from webmix.world.servers import free_ports
-from webmix import runs
+from webmix import formats, runs
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -53,17 +53,22 @@ def test_each_kind_of_episode_steps_with_screens_actions_and_verdicts(episodes):
     assert e.kind == "datagen" and len(e.steps) == len(traj["steps"]) and e.verdict["ok"] is True
     assert e.steps[0].before.name == "step_1.png" and (len(e.steps) == 1 or e.steps[0].after.name == "step_2.png")
     assert e.steps[0].memory == traj["steps"][0]["memory"] and e.box_note      # no box recorded: said so
+    # every episode folder says its layout in an episode.json of the one schema (the viewers read that, no file names)
+    for d, layout, runner in ((kept[0], "datagen", "datagen"), (next(p for p in _dirs(plan)), "rows", "plan-data"),
+                              (next(p for p in _dirs(ev)), "agent", "evaluate")):
+        rec = json.loads((d / "episode.json").read_text())
+        assert (rec["layout"], rec["runner"]) == (layout, runner) and formats.problems("episode", rec) == []
     # a planner chain: one step per row, each with its screenshot, the reply as the raw target
     chain = next(p for p in _dirs(plan))
     c = load_episode(chain)
     rows = [json.loads(l) for l in (chain / "rows.jsonl").read_text().splitlines()]
-    assert c.kind == "chain" and len(c.steps) == len(rows) and all(s.before and s.before.is_file() for s in c.steps)
+    assert c.kind == "rows" and c.runner == "plan-data" and len(c.steps) == len(rows) and all(s.before and s.before.is_file() for s in c.steps)
     assert [s.reply for s in c.steps] == [r["target"] for r in rows] and c.verdict is not None
     # an evaluation episode: the clicked element's box, the backend's requests split over the steps, models by step
     key = next(p for p in _dirs(ev))
     x = load_episode(key)
     line = runs.latest(runs.read_results(ev))[key.name]
-    assert x.kind == "evaluation" and x.verdict["ok"] == line["ok"] and x.verdict["detail"] == line["detail"]
+    assert (x.kind, x.runner) == ("agent", "evaluate") and x.verdict["ok"] == line["ok"] and x.verdict["detail"] == line["detail"]
     assert any(s.box for s in x.steps), "no click with a box"
     assert any(s.backend.get("requests") for s in x.steps) and all(s.model for s in x.steps)
     g = json.loads((key / "grade_inputs.json").read_text())
@@ -94,7 +99,7 @@ def test_online_layout_episodes(episodes):
     J = pytest.importorskip("webmix.eval.judge")
     online = J.as_online(episodes["eval"])
     eps = find_episodes(online)
-    assert eps and all(e["kind"] == "online" for e in eps)
+    assert eps and all(e["kind"] == "webjudge" for e in eps)
     e = load_episode(eps[0]["path"])
     r = json.loads((eps[0]["path"] / "result.json").read_text())
     assert len(e.steps) == len(r["action_history"]) and e.instruction == r["task"]
@@ -107,9 +112,9 @@ def test_online_layout_episodes(episodes):
 def test_malformed_folders_and_paths_outside_the_run_say_one_line(episodes, tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / "trajectory.json").write_text('{"steps": [')
+    (bad / "episode.json").write_text('{"layout": "datagen", "steps": [')
     (tmp_path / "empty").mkdir()
-    for path, words in ((bad, "trajectory.json: not valid JSON"), (tmp_path / "empty", "no episode folders"),
+    for path, words in ((bad, "episode.json: not valid JSON"), (tmp_path / "empty", "no episode folders"),
                         (tmp_path / "missing", "no such folder")):
         v = EpisodeViewer(path)
         assert v.error and words in v.error and "\n" not in v.error, v.error
@@ -158,8 +163,8 @@ def test_a_bad_screenshot_is_a_note_in_its_place_and_the_export_refuses_it(tmp_p
     (d / "step_1.png").write_bytes(good)
     (d / "step_2.png").write_bytes(good[: len(good) // 2])                     # truncated
     (d / "step_3.png").write_text("a text file, not an image")
-    steps = [{"step": k, "action": "click", "params": {"index": k}, "memory": f"m{k}"} for k in (1, 2, 3)]
-    (d / "trajectory.json").write_text(json.dumps({"task_id": d.name, "steps": steps}))
+    steps = [{"n": k, "action": "click", "params": {"index": k}, "memory": f"m{k}", "screenshot": f"step_{k}.png"} for k in (1, 2, 3)]
+    (d / "episode.json").write_text(json.dumps({"layout": "datagen", "runner": "datagen", "task_id": d.name, "steps": steps}))
     assert thumbnail(d / "step_1.png").startswith("data:image/jpeg;base64,")
     for name, words in (("step_2.png", "a broken image"), ("step_3.png", "not an image file")):
         with pytest.raises(ViewError) as ex: thumbnail(d / name)
@@ -178,7 +183,7 @@ def test_a_bad_screenshot_is_a_note_in_its_place_and_the_export_refuses_it(tmp_p
     chain = tmp_path / "rows" / "plan-shop-0001"
     chain.mkdir(parents=True)
     (chain / "step_0.png").write_bytes(good[: len(good) // 2])
-    (chain / "episode.json").write_text(json.dumps({"task_id": chain.name, "site": "shop"}))
+    (chain / "episode.json").write_text(json.dumps({"layout": "rows", "runner": "plan-data", "task_id": chain.name, "site": "shop"}))
     msg = {"role": "user", "content": [{"type": "text", "text": "the page"},
                                        {"type": "image_url", "image_url": {"url": "step_0.png"}}]}
     (chain / "rows.jsonl").write_text(json.dumps({"task_id": chain.name, "step": 0, "messages": [msg],
@@ -198,23 +203,27 @@ def test_json_nested_too_deep_or_of_another_shape_is_one_line_naming_the_file(tm
     deep, deepish = "[" * 50_000 + "]" * 50_000, json.dumps({"steps": [{"step": 1, "params": json.loads("[" * 300 + "]" * 300)}]})
     d = tmp_path / "dg" / "shop-x"
     d.mkdir(parents=True)
-    for text, words in ((deep, "nested more than 100 deep"), (deepish, "nested more than 100 deep"),
-                        ("[]", "not a JSON object"), ('{"steps": [1, 2]}', "not a datagen episode as its runner writes one")):
-        (d / "trajectory.json").write_text(text)
+    head = {"layout": "datagen", "runner": "datagen", "task_id": "shop-x"}
+    (tmp_path / "x.png").write_bytes(_png())                                  # a file outside the episode's folder
+    for text, words in ((deep, "nested more than 100 deep"), (deepish.replace('{"steps"', '{"layout": "datagen", "steps"'), "nested more than 100 deep"),
+                        ("[]", "not a JSON object"), ('{"steps": [1, 2]}', "declares no episode layout"),
+                        (json.dumps({**head, "steps": [1, 2]}), "steps/0: Input should be a valid dictionary"),
+                        (json.dumps({**head, "steps": [{"n": 1, "action": "click", "screenshot": "../../x.png"}]}), "outside the run folder")):
+        (d / "episode.json").write_text(text)
         with pytest.raises(ViewError) as ex: load_episode(d)
-        _one_line(str(ex.value), str(d / "trajectory.json") if "datagen" not in words else str(d), words)
+        _one_line(str(ex.value), "episode.json" if "outside" not in words else "x.png", words)
         _one_line(EpisodeViewer(d).error, words)
-    (d / "trajectory.json").write_bytes(b"\xff\xfe\x00{")
-    _one_line(EpisodeViewer(d).error, "trajectory.json: not a text file")
-    (d / "trajectory.json").unlink()
-    (d / "trajectory.json").mkdir()                                            # a folder under the name: not a file
-    (d / "history.json").write_text(deep)                                      # an evaluation episode's history
-    _one_line(EpisodeViewer(d).error, str(d / "history.json"), "nested more than 100 deep")
-    with pytest.raises(ViewError, match="trajectory.json: cannot be read"): read_json(d / "trajectory.json")
+    (d / "episode.json").write_bytes(b"\xff\xfe\x00{")
+    _one_line(EpisodeViewer(d).error, "episode.json: not a text file")
+    (d / "episode.json").write_text(json.dumps({**head, "layout": "agent", "runner": "evaluate", "files": {"grade_inputs": "grade_inputs.json"}}))
+    (d / "grade_inputs.json").write_text(deep)                                 # an agent's episode's backend record
+    _one_line(EpisodeViewer(d).error, str(d / "grade_inputs.json"), "nested more than 100 deep")
+    (d / "x.json").mkdir()                                                     # a folder under the name: not a file
+    with pytest.raises(ViewError, match="x.json: cannot be read"): read_json(d / "x.json")
     # rows.jsonl, results.jsonl
     chain = tmp_path / "plan" / "c1"
     chain.mkdir(parents=True)
-    (chain / "episode.json").write_text("{}")
+    (chain / "episode.json").write_text(json.dumps({"layout": "rows", "runner": "plan-data", "task_id": "c1"}))
     (chain / "rows.jsonl").write_text(json.dumps({"task_id": "c1", "messages": [], "target": "{}"}) + "\n" + deep + "\n")
     _one_line(RowsInspector(chain).error, str(chain / "rows.jsonl") + " line 2", "nested more than 100 deep")
     _one_line(EpisodeViewer(chain).error, "rows.jsonl line 2")
@@ -231,6 +240,8 @@ def test_json_nested_too_deep_or_of_another_shape_is_one_line_naming_the_file(tm
     _one_line(VerdictInspector(run).error, str(run / "judge" / "e1.json"), "nested more than 100 deep")
     (run / "judge" / "e1.json").write_text(json.dumps({"task_id": "e1", "predicted_label": 0, "reasons": "no"}))
     (run / "e1").mkdir()
+    (run / "e1" / "episode.json").write_text(json.dumps({"layout": "agent", "runner": "evaluate", "task_id": "e1",
+                                                         "files": {"grade_inputs": "grade_inputs.json"}}))
     (run / "e1" / "grade_inputs.json").write_text(deep)
     vi = VerdictInspector(run)
     assert vi.error is None and esc(f"{run / 'e1' / 'grade_inputs.json'}: lists and objects nested") in vi.side.value
@@ -292,7 +303,7 @@ def test_rows_with_unicode_line_separators_inside_strings_open_and_export(tmp_pa
     from PIL import Image
     chain = tmp_path / "plan" / "c1"
     chain.mkdir(parents=True)
-    (chain / "episode.json").write_text(json.dumps({"task_id": "c1", "site": "shop"}))
+    (chain / "episode.json").write_text(json.dumps({"layout": "rows", "runner": "plan-data", "task_id": "c1", "site": "shop"}))
     text = "first line\u2028second\u2029third\x85fourth"
     rows = [{"task_id": "c1", "step": n, "family": "planner",
              "messages": [{"role": "user", "content": [{"type": "text", "text": text},

@@ -19,6 +19,7 @@ KINDS = {
     "result": "one line of any runner's <out>/results.jsonl: the run engine's fields every runner writes",
     "result_datagen": "one line of a datagen run's <run>/results.jsonl (one attempt at a task)",
     "result_plan_data": "one line of a plan-data run's <out>/results.jsonl (one chain)",
+    "episode": "any episode folder's episode.json (webmix.episode_layout): its layout, runner, task and steps",
     "plan_episode": "a planner chain: <out>/<chain id>/episode.json",
     "plan_row": "one planner training row: a line of <out>/<chain id>/rows.jsonl",
     "step_row": "one agent step's training row: a line of an evaluation episode's rows.jsonl (or rows/rows.jsonl)",

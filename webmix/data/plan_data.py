@@ -216,7 +216,8 @@ def validate_chain(d) -> list:
 
 # %% ../../nbs/data/08_plan_data.ipynb #87254db2
 def _episode(cid, chain, first, instruction, how, turns, answer, budget, turns_cap, response_format) -> dict:
-    return {"task_id": cid, "site": chain[0][0]["site"], "instruction": instruction, "instruction_by": how,
+    return {"layout": "rows", "runner": "plan-data",            # webmix.episode_layout: a folder of training rows
+            "task_id": cid, "site": chain[0][0]["site"], "instruction": instruction, "instruction_by": how,
             "start_url": first["start"]["url"], "parts": [r["id"] for r, _ in chain], "via": [v for _, v in chain],
             "macros": [r["macro"] for r, _ in chain], "turns": turns, "answer": answer, "version": VERSION,
             "executor": EXECUTOR, "budget": budget, "planner_turns": turns_cap,

@@ -7,11 +7,12 @@ task on its live website, saved in the layout WebJudge reads, polite pacing per 
 __all__ = ['FIELDS', 'REQUIRED', 'NOT_ACTIONS', 'PLANNER_SKIP', 'ELEMENT_ATTRS', 'EPISODE_MARGIN_S', 'online_task', 'load_tasks',
            'element_text', 'action_line', 'step_record', 'ordered_steps', 'trajectory', 'saved_trajectory', 'Pacer',
            'by_turns', 'staging_root', 'failed_root', 'hint_text', 'acting_text', 'act', 'cut_short', 'without_hint',
-           'hint_in', 'save_episode', 'write_online_rows', 'ended_as', 'unreachable', 'play', 'run_online_episode',
-           'OnlineLine', 'served_models', 'unit_fields', 'status_table', 'run_online']
+           'hint_in', 'online_record', 'save_episode', 'write_online_rows', 'ended_as', 'unreachable', 'play',
+           'run_online_episode', 'OnlineLine', 'served_models', 'unit_fields', 'status_table', 'run_online']
 
 # %% ../../nbs/eval/03_online.ipynb #66a91215
 import asyncio, fcntl, json, os, re, shutil, socket, time
+from types import SimpleNamespace
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal
@@ -28,8 +29,11 @@ from ..agents.agent import VERSIONS, item_actions, render_element
 from ..config import check_folder_name, json_lines, short
 from ..records import OnlineTask, TaskFileError, as_task, site_of
 from ..agents.harness import run_within
-from .episode import (episode_rows, final_screenshot, histories, held_agents, load_results, partial_history,
-                                 record_requests, sub_model, task_file_text)
+from .episode import (agent_episode, agent_steps, dumped_items, episode_rows, final_screenshot, histories,
+                                 held_agents, kept_files, load_results, partial_history, record_requests, sub_model,
+                                 task_file_text)
+from ..config import write_json_atomic
+from ..episode_layout import EPISODE_FILE
 from ..command import deciding_settings, split_options
 from .options import BENCHES, OnlineOptions
 
@@ -290,9 +294,21 @@ def _strip_file(path: Path, task, hint) -> None:
     "A saved browser-use history (JSON) without the hint (see `without_hint`), written back as browser-use writes it."
     path.write_text(json.dumps(without_hint(json.loads(path.read_text()), task, hint), indent=2, ensure_ascii=False))
 
+# %% ../../nbs/eval/03_online.ipynb #c010ff3e
+def online_record(ep: Path, task, o, got: dict, shots: list, hint=None) -> dict:
+    """episode.json of an online episode (layout `agent`, as evaluate writes it) beside WebJudge's files: its steps name
+    their screenshots in trajectory/; the hint and its echoes are stripped as from the histories."""
+    name = {p: f"trajectory/{i}_full_screenshot.png" for i, p in enumerate(shots)}
+    steps = agent_steps(dumped_items(SimpleNamespace(hists=got["hists"])),
+                        lambda k, it: name.get((it.get("state") or {}).get("screenshot_path")))
+    final = f"trajectory/{len(shots)}_full_screenshot.png"
+    rec = agent_episode(task.record(), "online", steps, arm=o.arm, answer=got["answer"] or None, files=kept_files(ep),
+                        final_screenshot=final if (ep / final).is_file() else None).model_dump(mode="json", exclude_none=True)
+    return without_hint(rec, task, hint) if hint_text(hint) else rec
+
 # %% ../../nbs/eval/03_online.ipynb #3bccc03b
 def save_episode(ep: Path, task, got: dict, o, status: str, error=None, hint=None) -> dict:
-    "Write result.json, trajectory/ and the histories into `ep` -> what the result line says of them."
+    "Write result.json, trajectory/, the histories and episode.json into `ep` -> what the result line says of them."
     merge = o.arm == "agent" and VERSIONS.get(o.agent_version, {}).get("v7")
     actions, thoughts, shots = trajectory(got["hists"], got["planner"] if merge else None)
     if hint_text(hint): thoughts = without_hint(thoughts, task, hint)          # a thought that echoes the hint
@@ -312,6 +328,7 @@ def save_episode(ep: Path, task, got: dict, o, status: str, error=None, hint=Non
     if got["planner"] is not None:
         try: got["planner"].save_to_file(ep / "planner_history.json")
         except Exception: pass
+    write_json_atomic(ep / EPISODE_FILE, online_record(ep, task, o, got, shots, hint))
     return {"steps": sum(len(h.history) for h in got["hists"]), "actions": len(actions),
             "screenshots": len(list(traj.glob("*_full_screenshot.png"))), "answer": short(answer, 500) if answer else None}
 
@@ -320,7 +337,7 @@ def write_online_rows(ep: Path, task, o, kept, hint=None) -> dict:
     "The episode's agent steps as rows in ep/rows/, the hint and its echoes stripped from prompts and replies -> {rows, hint_left}."
     meta = {"instruction": task.confirmed_task, "start_url": task.website, "source": f"online:{o.bench}"}
     if hint_text(hint): kept = [without_hint(st, task, hint) for st in kept]
-    n = episode_rows(ep / "rows", task.task_id, kept, meta)
+    n = episode_rows(ep / "rows", task.task_id, kept, meta, runner="online")
     rows = [r for _, r in json_lines((ep / "rows" / "rows.jsonl").read_text(), ep / "rows" / "rows.jsonl")]
     return {"rows": n, "hint_left": hint_in(rows, task, hint)}
 
@@ -366,11 +383,11 @@ async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
     except Exception as e:                                         # noqa: BLE001  the browser would not start or close
         error = error or runs.describe(e)
     got = got or cut_short(held)
+    if "trace" in held: (ep / "subtasks.json").write_text(json.dumps({"trace": held["trace"]}, indent=1, default=str, ensure_ascii=False))
+    rows = write_online_rows(ep, task, o, kept, hint) if o.record_rows and kept else {}
     out = {"status": status, "error": error, **save_episode(ep, task, got, o, status, error, hint), "final_screenshot": final}
     H.drop_agent_folders(*held_agents(held))           # their screenshots are copied now
-    if "trace" in held: (ep / "subtasks.json").write_text(json.dumps({"trace": held["trace"]}, indent=1, default=str, ensure_ascii=False))
-    if o.record_rows and kept: out.update(write_online_rows(ep, task, o, kept, hint))
-    return out
+    return {**out, **rows}
 
 # %% ../../nbs/eval/03_online.ipynb #efd57e91
 async def run_online_episode(task, worker) -> dict:

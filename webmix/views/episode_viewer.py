@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import ipywidgets as W
-from .episodes import (KINDS, Episode, Step, ViewError, _one_line, describe_element, episode_kind,
+from .episodes import (SHAPES, Episode, Step, ViewError, _one_line, describe_element, is_episode,
                                    find_episodes, load_episode)
 
 # %% ../../nbs/views/02_episode_viewer.ipynb #370e4564
@@ -230,9 +230,9 @@ class EpisodeViewer(StaticHTML, W.VBox):
     shows a one-line message (`.error`) instead of raising."""
     def __init__(self, path, root=None, width=THUMB_WIDTH):
         self.path, self.width, self.error, self.episode, self.episodes = Path(path), width, None, None, []
-        self.root = Path(root) if root is not None else (self.path if episode_kind(self.path) is None else self.path.parent)
+        self.root = Path(root) if root is not None else (self.path.parent if is_episode(self.path) else self.path)
         try:
-            if episode_kind(self.path) is not None or not self.path.is_dir():
+            if is_episode(self.path) or not self.path.is_dir():
                 self.episode = load_episode(self.path, self.root)
                 super().__init__([StepViewer(self.episode, width)])
             else: self._list()
@@ -242,7 +242,7 @@ class EpisodeViewer(StaticHTML, W.VBox):
 
     def _list(self):
         self.episodes = find_episodes(self.path)
-        if not self.episodes: raise ViewError(f"{self.path}: no episode folders in it (none of: " + "; ".join(KINDS.values()) + ")")
+        if not self.episodes: raise ViewError(f"{self.path}: no episode folders in it (none of: " + "; ".join(SHAPES.values()) + ")")
         opts = lambda k: ["(all)"] + sorted({str(e[k]) for e in self.episodes if e[k] not in ("", None)})
         self.filters = {k: W.Dropdown(options=opts(k), description=k, layout=W.Layout(width="220px"))
                         for k in ("site", "macro", "family", "ok")}
