@@ -19,7 +19,9 @@ from webmix.world.catalog import FAMILY_OF, QA_MACROS, macros_for_control
 from webmix.config import split_of
 from webmix.data.datagen import run_datagen
 from webmix.data.pool import kept, read_results, write_pool
-from webmix.records import as_task
+from webmix import formats
+from webmix.folders import variant_table
+from webmix.records import as_task, on_variant
 from webmix.data.tasks import all_tasks, make_tasks
 from webmix.world.sites import load_sites, sitemap
 from webmix.world.servers import free_ports
@@ -46,9 +48,10 @@ def test_tasks_are_stable_and_cover_the_sitemaps():
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    "One datagen run, one task per macro (every macro) over the embedded sites, with Chromium net logs and the audit hook on."
+    """One datagen run, one task per macro (every macro) over the embedded sites, each on one of the site variants 0, 1
+    and 2 in turn (webmix.world.variants), with Chromium net logs and the audit hook on."""
     tmp = tmp_path_factory.mktemp("datagen")
-    tasks = one_per_macro(all_tasks())
+    tasks = [on_variant(t, i % 3) for i, t in enumerate(one_per_macro(all_tasks()))]
     with HO.loopback_only() as outside:
         summary = run_datagen(tmp / "run", tasks=tasks, ports=tuple(free_ports()), net_log_dir=tmp / "netlogs",
                               progress=False)
@@ -75,6 +78,8 @@ def test_kept_on_the_first_attempt_and_causes_named(run):
     assert n_kept >= 0.95 * len(results), {r["task_id"]: r["cause"] for r in results if not r["ok"]}
     assert all(r["cause"] for r in results if not r["ok"])
     assert run["summary"]["_all"]["kept"] == n_kept
+    table = variant_table(results).splitlines()                 # kept on every variant: the robustness table datagen prints
+    assert [line.split()[0] for line in table[1:4]] == ["0", "1", "2"] and table[-1].startswith("spread"), table
 
 
 def test_kept_trajectories(run):
@@ -82,6 +87,9 @@ def test_kept_trajectories(run):
         task, traj = json.loads((d / "task.json").read_text()), json.loads((d / "trajectory.json").read_text())
         els = json.loads((d / "elements.json").read_text())
         assert traj["site"] == task["site"] and traj["macro"] == task["macro"] and traj["start_kind"] == task["start"]["kind"]
+        assert traj["variant"] == task.get("variant", 0) and d.name.endswith(f"~v{traj['variant']}" if traj["variant"] else "")
+        rec = json.loads((d / "episode.json").read_text())
+        assert rec["layout"] == "datagen" and formats.problems("episode", rec) == [] and len(rec["steps"]) == len(traj["steps"])
         assert [s["action"] for s in traj["steps"][-2:]] == ["macro_done", "done"]
         assert (traj["answer"] not in (None, "")) == (task["macro"] in QA_MACROS)
         for k, s in enumerate(traj["steps"], 1):

@@ -1243,3 +1243,26 @@ def test_a_data_folder_without_its_site_split_stops_the_server_at_once(tmp_path,
     monkeypatch.setenv("WEBMIX_DATA", str(tmp_path))
     with pytest.raises(RuntimeError, match="no site split here"):
         with Servers(ports=[free_port], timeout=30): pass
+
+
+# ---------------------------------------------------------------- site variants (webmix.world.variants)
+
+def test_variant_0_is_todays_pages_and_other_variants_keep_every_control():
+    """Every page a visitor reaches by links, in a session without flags and in one with variant=0, is byte for byte
+    the page of the snapshot (tests/data/pages_variant0.json, taken before variants existed); variants 1 to 3 change
+    every page and keep every control id and value of it; a malformed variant is refused in one line."""
+    from page_snapshot import SNAPSHOT, controls, pages, snapshot
+    want = json.loads(SNAPSHOT.read_text())
+    assert snapshot() == want and snapshot({"variant": 0}) == want
+    base = pages()
+    for n in (1, 2, 3):
+        other = pages({"variant": n}, {site: list(got) for site, got in base.items()})
+        for site, got in other.items():
+            for path in got:
+                assert got[path] != base[site][path], (n, site, path)
+                assert controls(got[path]) == controls(base[site][path]), (n, site, path)
+    from webmix.world.miniweb import create_app
+    client = create_app().test_client()
+    for bad in ("-1", "x", "10000", "1.5"):
+        r = client.get("/_admin/session-flags", query_string={"variant": bad}, headers=ADMIN)
+        assert r.status_code == 400 and r.get_json()["error"] == f"flag variant={bad!r} is malformed", r.get_json()

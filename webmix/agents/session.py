@@ -402,8 +402,8 @@ async def backend_state(bs, base: str):
 
 # %% ../../nbs/agents/02c_session.ipynb #f9abe347
 def session_flags(task: dict) -> dict:
-    "The /_admin/session-flags query of a datagen task (its JSON object): records.datagen_flags of its control."
-    return datagen_flags(task.get("control"))
+    "The /_admin/session-flags query of a datagen task (its JSON object): records.datagen_flags of its control and variant."
+    return datagen_flags(task.get("control"), task.get("variant", 0))
 
 # %% ../../nbs/agents/02c_session.ipynb #e7d20a0c
 def start_url(base: str, task: dict) -> str:

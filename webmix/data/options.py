@@ -72,6 +72,12 @@ class DatagenOptions:
     macros: tuple | None = option(None, "comma-separated macros (default: all)")
     per_control: int = option(1, "tasks per (control, macro)")
     seed: int = option(0, "seed of the draw")
+    variants: int = option(1, "run each task on the site variants 0 to K-1 (world.variants; 0: the spec's pages)", metavar="K")
+    variant: int | None = option(None, "run each task on site variant N only", metavar="N")
+
+    def __post_init__(self):
+        from webmix.world.variants import check_variants
+        check_variants(self.variants, self.variant)
 
 # %% ../../nbs/data/90_options.ipynb #b7f5b456
 def datagen_cmd(o: DatagenOptions, run: RunOptions) -> int:

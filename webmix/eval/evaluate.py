@@ -6,9 +6,10 @@ done-gating, human-style and datagen tasks, grades from the backend, regrading, 
 # %% auto #0
 __all__ = ['REASONING', 'MAX_GATES', 'EVAL_KINDS', 'MISSING', 'REGRADE_COUNTS', 'arm_models', 'premature', 'router_note',
            'gate_done', 'Routed', 'load_tasks', 'human_tasks', 'history_actions', 'grade', 'write_rows', 'EvalLine',
-           'line_schema', 'unit_key', 'unit_fields', 'episode_record', 'grade_episode', 'episode_cause', 'run_episode',
-           'excluded_actions', 'agent_actions', 'requested_models', 'check_served', 'run_evaluate', 'outcome', 'graded',
-           'success_table', 'by_site', 'effort', 'run_summary', 'tally', 'regrade', 'serve_cmd']
+           'line_schema', 'unit_key', 'unit_fields', 'episode_record', 'finished_record', 'grade_episode',
+           'episode_cause', 'run_episode', 'excluded_actions', 'agent_actions', 'requested_models', 'check_served',
+           'run_evaluate', 'outcome', 'graded', 'success_table', 'by_site', 'effort', 'run_summary', 'tally', 'regrade',
+           'serve_cmd']
 
 # %% ../../nbs/eval/01_evaluate.ipynb #12f1e68a
 import copy, json, shutil
@@ -26,11 +27,13 @@ from ..agents import session as HS
 from ..world.catalog import FAMILIES, REASON
 from ..config import annotations_dir, json_lines, site_split
 from ..agents.llm import require_served
-from ..records import HumanTask, TaskFileError, as_task, family_of
+from ..records import HumanTask, TaskFileError, as_task, family_of, with_variants
+from ..folders import variant_table
 from ..agents.harness import run_within
 from .episode import (ADAPTER_OF_FAMILY, episode_rows, files_at_hand, final_screenshot, histories, held_agents,
                                  load_results, partial_history, record_requests, save_screenshots, sub_model,
-                                 task_file_text)
+                                 task_file_text, agent_episode, agent_steps, dumped_items, kept_files)
+from ..episode_layout import EpisodeRecord, write_episode
 from ..command import split_options
 from .options import ADAPTERS, ARMS, DEFAULT_BASE_NAME, EvalOptions
 
@@ -170,6 +173,7 @@ class EvalLine(BaseModel):
     family: str = Field(description="The family its success counts under (Task.success_family).")
     kind: str = Field(description="The task's kind: datagen, human or proposed.")
     repeat: int = Field(ge=0, description="Which of the task's --repeats episodes this is (0 without repeats).")
+    variant: int = Field(None, ge=0, le=9999, description="The site variant its session saw (webmix.world.variants); absent or 0: the spec's pages.")
     ok: bool | None = Field(None, description="Graded a success; null: not graded, success unknown (a grade error, which --regrade "
                                               "grades again, or the model server failed, which --retry-failed runs again).")
     detail: str | None = Field(None, description="The grade's detail (the check or verifier's words, at most 300 characters).")
@@ -207,7 +211,7 @@ def unit_key(u) -> str: return u["task"].task_id + (f"~r{u['repeat']}" if u.get(
 def unit_fields(u) -> dict:
     t = u["task"]
     return {"arm": u.get("arm"), "site": t.site, "macro": t.macro, "family": t.success_family(), "kind": t.kind,
-            "repeat": u.get("repeat", 0)}
+            "repeat": u.get("repeat", 0), **({"variant": t.variant} if t.variant else {})}
 
 # %% ../../nbs/eval/01_evaluate.ipynb #2813d9ae
 async def _agent(o, task, bs, base, prompt, start, llm, router, seen, files=(), held=None):
@@ -235,9 +239,16 @@ async def _agent(o, task, bs, base, prompt, start, llm, router, seen, files=(), 
                            on_step_end=after_step)
 
 # %% ../../nbs/eval/01_evaluate.ipynb #d388adb1
-def episode_record(task, o, start) -> dict:
-    "episode.json: the task as this episode ran it."
-    return {**task.record(), "start": start, "arm": o.arm}
+def episode_record(task, o, start, steps=(), **fields) -> EpisodeRecord:
+    "episode.json: the task as this episode ran it, the arm, and (once it ran) its steps and files."
+    return agent_episode(task.record(), "evaluate", list(steps), start=start, arm=o.arm, **fields)
+
+# %% ../../nbs/eval/01_evaluate.ipynb #c9142854
+def finished_record(task, o, start, ep: Path, hist, shots: dict, trace: list, answer) -> EpisodeRecord:
+    "episode.json once the episode ran: its steps (`eval.episode.agent_steps`), the final page, the answer, the files kept."
+    steps = agent_steps(dumped_items(hist), lambda k, it: shots.get(k), [t.get("model") for t in trace])
+    return episode_record(task, o, start, steps, answer=answer, files=kept_files(ep),
+                          final_screenshot="final.png" if (ep / "final.png").is_file() else None)
 
 # %% ../../nbs/eval/01_evaluate.ipynb #94151288
 def grade_episode(task, g) -> tuple:
@@ -276,7 +287,7 @@ async def run_episode(unit, worker) -> dict:
     async with worker.browser() as bs:
         page = HS.BrowserPage(bs, worker.base)
         prompt, start = await task.prepare(page)
-        (ep / "episode.json").write_text(json.dumps(episode_record(task, o, start), indent=1, ensure_ascii=False))
+        write_episode(ep, episode_record(task, o, start))
         llm = H.make_llm(o.base_name, o.vllm, temperature=o.temperature, max_tokens=o.max_tokens)
         if o.record_rows: record_requests(llm, kept)
         if o.arm == "agent_planner": router = SimpleNamespace(trace=[])
@@ -305,7 +316,7 @@ async def run_episode(unit, worker) -> dict:
     res.update(ok=ok, detail=detail, cause=episode_cause(task, ok, detail, g, grade_error),
                steps=sum(len(h.history) for h in histories(hist)), answer=answer, done=bool(hist.is_done()),
                models=[t.get("model") for t in router.trace], gates=sum(bool(t.get("gated")) for t in router.trace),
-               screenshots=_save(unsaved, "screen_N.png", lambda: save_screenshots(hist, ep), 0))   # a timed-out one's too
+               screenshots=len(shots := _save(unsaved, "screen_N.png", lambda: save_screenshots(hist, ep), {})))  # a timed-out one's too
     if grade_error: res["grade_error"] = grade_error
     for k in ("model_error", "reply_error"):
         if g.get(k): res[k] = g[k]
@@ -321,6 +332,7 @@ async def run_episode(unit, worker) -> dict:
     elif o.record_rows and ok and kept:
         family = o.record_family or family_of(task.macro)
         res["rows"] = _save(unsaved, "rows.jsonl", lambda: write_rows(ep, key, family, kept), 0)
+    _save(unsaved, "episode.json", lambda: write_episode(ep, finished_record(task, o, start, ep, hist, shots, router.trace, answer)))
     if unsaved: res["unsaved"] = unsaved
     shutil.rmtree(ep / "_files", ignore_errors=True)
     worker.place(ep, Path(worker.out) / key)
@@ -357,6 +369,7 @@ def run_evaluate(tasks, out, progress=True, args=None, options: EvalOptions | No
     "Evaluate `tasks` (records' tasks, or their JSON objects) into `out` (see above); `kw`: EvalOptions' fields (or the record as `options`), then run_units'. -> the tally."
     opts, engine = (options, kw) if options is not None else split_options(EvalOptions, kw)
     tasks = [as_task(t, f"task {i + 1} of {len(tasks)}") for i, t in enumerate(tasks)]     # each id a folder of `out`
+    tasks = with_variants(tasks, opts.variants, opts.variant)                              # <id>~v<N> on variant N
     names = check_served(opts, tasks)
     units = [{"task": t, "repeat": r, "repeats": opts.repeats, "arm": opts.arm} for t in tasks for r in range(opts.repeats)]
     roles = {opts.planner_name: "planner"} if opts.arm == "agent_planner" else {}
@@ -428,7 +441,8 @@ def run_summary(df) -> str:
     if len(errors): head += (f"; {len(errors)} not graded (a grade error: --regrade grades it again; the model server failed: "
                              f"--retry-failed runs it again): {_causes(errors)}")
     tables = [success_table(df), by_site(df), effort(df)] if len(started) else []
-    return "\n\n".join([head] + [t.to_string() for t in tables if t.size])
+    by_variant = variant_table(df.to_dict("records")) if "variant" in df else ""
+    return "\n\n".join([head] + [t.to_string() for t in tables if t.size] + ([by_variant] if by_variant else []))
 
 # %% ../../nbs/eval/01_evaluate.ipynb #487623d7
 def tally(df) -> dict:

@@ -57,6 +57,9 @@ class EvalOptions:
     max_steps: int = option(0, f"step cap of a single agent (0: {MAX_STEPS})")
     timeout: float = option(600.0, "seconds one episode's agent may run; a timed-out episode keeps the steps it took")
     repeats: int = option(1, "episodes per task")
+    variants: int = option(1, "run each task on the site variants 0 to K-1 (world.variants; 0: the spec's pages)",
+                           metavar="K", deciding=False)        # each variant's episodes are units of their own (<id>~v<N>)
+    variant: int | None = option(None, "run each task on site variant N only", metavar="N", deciding=False)
     record_rows: bool = option(False, "write passing episodes' requests and replies as rows")
     record_family: str | None = option(None, "--record-rows: the rows' family (default: the task's)")
     allow_js: bool = option(False, "give the agent browser-use's evaluate action (JavaScript of its own in the page)")
@@ -66,6 +69,8 @@ class EvalOptions:
         if self.agent_version not in VERSIONS:
             raise ValueError(f"unknown agent version {self.agent_version!r} (versions: {', '.join(VERSIONS)})")
         if self.repeats < 1: raise ValueError(f"repeats must be 1 or more, not {self.repeats}")
+        from webmix.world.variants import check_variants
+        check_variants(self.variants, self.variant)
         names = self.adapters.split(",") if isinstance(self.adapters, str) else self.adapters
         object.__setattr__(self, "adapters", tuple(sorted({n.strip() for n in names if n.strip()})))
         object.__setattr__(self, "timeout", float(self.timeout))

@@ -62,3 +62,9 @@
     if (clear) clear.addEventListener("click", function () { strokes = []; field.value = "[]"; ctx.clearRect(0, 0, pad.width, pad.height); });
   });
 })();
+document.addEventListener("click", function (e) {      // a variant's banner or promotion goes when dismissed (world.variants)
+  var b = e.target.closest && e.target.closest("[data-dismiss]");
+  if (!b) return;
+  e.preventDefault();
+  b.parentElement.remove();
+});

@@ -90,7 +90,14 @@ def _cart_item(v):
     if _whole_or_none(v) is None: raise ValueError(v)
     return int(v)
 
-FLAG_PARSERS = {"logout": lambda v: v in ("1", "true", "yes"), "cart": _cart_item}
+def _variant(v):
+    "The variant of the sites a session sees (see world.variants): a whole number from 0 to MAX_VARIANT."
+    from webmix.world.variants import MAX_VARIANT
+    n = _whole_or_none(v)
+    if n is None or not 0 <= int(n) <= MAX_VARIANT: raise ValueError(v)
+    return int(n)
+
+FLAG_PARSERS = {"logout": lambda v: v in ("1", "true", "yes"), "cart": _cart_item, "variant": _variant}
 
 # %% ../../nbs/world/02g_admin.ipynb #c30cc890
 def _admin_routes(app, sites, store, key):

@@ -16,6 +16,7 @@ from ..config import STATIC_DIR, TEMPLATES_DIR, site_split
 from .sites import load_sites, page_path
 from .sessions import COOKIE, SessionStore
 from .pages import _chrome, css_value, dispatch, fmt_value
+from .variants import order_filter, word_filter
 from .admin import Bad, _admin_routes
 from .servers import pin_to_one_cpu
 
@@ -66,6 +67,7 @@ def create_app(sites_dir=None, max_sessions=2000, admin_key=None) -> Flask:
     app.config.update(MAX_CONTENT_LENGTH=MAX_BODY, MAX_FORM_MEMORY_SIZE=MAX_FORM_TEXT, MAX_FORM_PARTS=MAX_FORM_PARTS)
     app.jinja_env.filters["fmt"] = fmt_value
     app.jinja_env.filters["css"] = css_value
+    app.jinja_env.filters.update(word=word_filter, vorder=order_filter)     # a session's variant: world.variants
     app.extensions["webmix"] = {"sites": sites, "store": store}
     by_page = {s: _controls_by_page(site) for s, site in sites.items()}
 

@@ -22,6 +22,7 @@ from .specs import USER
 from .sites import page_path
 from .sessions import _row, db_create, db_delete, db_update
 from .forms import _whole_or_none, clean_form, list_query
+from .variants import variant_of
 
 # %% ../../nbs/world/02f_pages.ipynb #c63c4afe
 def fmt_value(v, f):
@@ -37,7 +38,9 @@ def css_value(v):
     return Markup(re.sub(r"[<>{};\\]", "", str(v)))
 
 # %% ../../nbs/world/02f_pages.ipynb #c2f24de5
-def _chrome(site):
+def _chrome(site, variant=None):
+    "The page's look: the site's theme (with its variant's changes) and the variant the templates ask (see world.variants)."
+    if site and variant is not None and variant.n: return {"theme": {**site.theme, **variant.theme}, "variant": variant}
     return {"theme": site.theme if site else {"layout": "centered", "list_style": "cards", "accent": "#444", "bg": "#fafafa",
             "fg": "#222", "font": "system-ui, sans-serif", "radius": 8}}
 
@@ -49,7 +52,7 @@ def render(site, by_page, key, template, crumbs=(), status=200, **ctx):
     for c in ctl.values(): by_kind.setdefault(c.kind, []).append(c)
     html = render_template(template, site=site, C=ctl, by_kind=by_kind, crumbs=[("Home", site.url())] + list(crumbs),
                            csrf=g.sess.csrf, logged_in=g.sess.logged_in(site), pages=site.spec["pages"], page_path=page_path,
-                           **_chrome(site), **ctx)
+                           **_chrome(site, variant_of(g.sess.flags.get("variant", 0), site.name)), **ctx)
     return html, status
 
 # %% ../../nbs/world/02f_pages.ipynb #3053eb23
