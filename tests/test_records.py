@@ -64,3 +64,23 @@ def test_an_online_task_has_its_website_host_as_site_and_no_miniweb_session():
                  "website": "https://www.Example.org:8443/a", "web_name": "Example"})
     assert isinstance(t, OnlineTask) and t.site == "example.org:8443" and t.field("web_name") == "Example"
     assert t.judged and t.grade({}) == (False, "pending: judge") and t["website"] == t.start_url()
+
+
+def test_answer_checks_take_names_quotes_negatives_and_nested_choices_both_ways():
+    """Answers a grader once got wrong, each graded right and its wrong twin failed: a name that reads as a number
+    (Nan), a quoted title before a full stop, a choice inside an expected item, a money-formatted numeric value, a
+    negative number (and a dash that is punctuation before a positive one)."""
+    from webmix.world import checks as C
+    shown = ["Nan Rivera joined in 2021", "Dune; Dune Messiah; Emma", "Balance: $35.00", "Change: -3 points", "Items - 3"]
+    grade = lambda check, answer: C.check_answer(check, answer, shown)[0]
+    assert C.value_matches("Nan", "Nan") and not C.value_matches("Nan", "Ann") and C.number("inf") is None
+    assert C.precise_match("Nan", "Her name is Nan") and not C.precise_match("Nan", "Her name is Ann")
+    assert grade({"match": "exact", "value": "Dune"}, "'Dune'.") and not grade({"match": "exact", "value": "Dune"}, "'Dune Messiah'.")
+    nested = {"match": "set", "value": ["Dune Messiah"], "choices": ["Dune", "Dune Messiah", "Emma"]}
+    assert grade(nested, "Dune Messiah") and not grade(nested, "Dune Messiah and Emma")
+    assert not grade(nested, "Dune and Dune Messiah")                 # "Dune" on its own is an extra
+    money = {"match": "numeric", "value": "$35.00"}
+    assert grade(money, "It is 35 dollars") and not grade(money, "It is 36 dollars")
+    negative = {"match": "numeric", "value": -3}
+    assert grade(negative, "The change is -3") and not grade(negative, "The change is 3")
+    assert grade({"match": "numeric", "value": 3}, "Items - 3")       # a dash before a positive value is punctuation

@@ -47,7 +47,9 @@ MERGE_ASK = ("Rewrite these requests to a web assistant as ONE natural request t
              "Reply with the merged request only.")
 
 def _joined(instructions) -> str:
-    return " Then ".join(s.strip().rstrip(".") + "." for s in instructions)
+    "The parts' instructions as one request: each a sentence (a question keeps its question mark), joined by 'Then'."
+    sentence = lambda s: s if s.endswith(("?", "!")) else s.rstrip(".") + "."
+    return " Then ".join(sentence(s.strip()) for s in instructions)
 
 # %% ../../nbs/data/08_plan_data.ipynb #0bfea822
 def _keeps_values(text, instructions) -> bool:
