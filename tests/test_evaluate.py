@@ -348,3 +348,26 @@ def test_a_grader_that_fails_keeps_the_episode_as_success_unknown_and_regrade_gr
     (line,) = [json.loads(l) for l in (out / "results_regraded.jsonl").read_text().splitlines()]
     assert got == {"failed": 1, "changed": 1} and line["ok"] is False and "grade_error" not in line, line
     assert line["cause"].startswith("not graded a success: failed: ") and "answer by llm tier" in line["detail"]   # the judge said YES
+
+
+def test_site_variants_are_episodes_of_their_own_graded_alike(tmp_path, capsys):
+    """Two human-style tasks on site variants 0 and 1 (webmix.world.variants): each variant's episode is a unit of its
+    own (<id>~v1) whose record names its variant; the scripted stand-in's right play passes on both variants and its
+    wrong play (a macro left out, another value, a wrong answer) fails on both; the run ends with success by variant."""
+    from webmix.eval.policy import serve_policy
+    tasks = E.human_tasks("train")[:2]
+    ids = {t["task_id"] for t in tasks}
+    for play, want in (("correct", True), ("wrong", False)):
+        out = tmp_path / play
+        with serve_policy(port=0, seed=1, variant=play) as srv:
+            E.run_evaluate(tasks, out, arm="oracle", vllm=srv.base_url, adapters=["drag", "io", "select", "rest"], variants=2,
+                           workers=2)
+        lines = {r["task_id"]: r for r in (json.loads(l) for l in (out / "results.jsonl").read_text().splitlines())}
+        assert set(lines) == ids | {f"{i}~v1" for i in ids}
+        assert all(r["ok"] is want for r in lines.values()), {k: r.get("cause") for k, r in lines.items()}
+        assert all(r.get("variant", 0) == (1 if k.endswith("~v1") else 0) for k, r in lines.items())
+        for k in lines:
+            rec = json.loads((out / k / "episode.json").read_text())
+            assert rec.get("variant", 0) == lines[k].get("variant", 0) and rec["layout"] == "agent" and rec["steps"]
+        table = capsys.readouterr().out.split("variant  units")[1].splitlines()
+        assert [row.split()[:3] for row in table[1:3]] == [["0", "2", str(2 * want)], ["1", "2", str(2 * want)]], table

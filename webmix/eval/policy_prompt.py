@@ -6,15 +6,16 @@
 __all__ = ['ELEMENT_LINE', 'ATTR_KEY', 'PAGE_MARKS', 'MARK', 'MARK_RE', 'SUBMIT_TEXT', 'BUTTON_TEXT', 'ONE_LINK_TEXT',
            'FIELD_TAGS', 'SELECTOR_LOOKS', 'PAGE_OF', 'request_text', 'section', 'action_schemas', 'parse_attrs',
            'listed_lines', 'parse_elements', 'scroll_room', 'current_url', 'start_url', 'file_paths', 'history_marks',
-           'look', 'same_text', 'fits', 'find_listed', 'site_of', 'control_of', 'record', 'list_page', 'row_title',
-           'option_words', 'crumb_text', 'file_look', 'selector_look', 'link_look', 'control_look', 'step_look',
-           'page_links', 'page_link', 'minimal_instance', 'agent_reply']
+           'look', 'same_text', 'words_for', 'fits', 'find_listed', 'site_of', 'control_of', 'record', 'list_page',
+           'row_title', 'option_words', 'crumb_text', 'file_look', 'selector_look', 'link_look', 'control_look',
+           'step_look', 'page_links', 'page_link', 'minimal_instance', 'agent_reply']
 
 # %% ../../nbs/eval/02a_policy_prompt.ipynb #e21e7124
 import re
 from urllib.parse import urlsplit
 
 from ..world.sites import load_sites, page_path
+from ..world.variants import SYNONYMS
 
 # %% ../../nbs/eval/02a_policy_prompt.ipynb #d006bd4c
 def request_text(body) -> str | None:
@@ -137,12 +138,17 @@ def same_text(a: str, b: str) -> bool:
     a, b = " ".join(str(a).split()), " ".join(str(b).split())
     return a == b or any(x.endswith("...") and len(x) > 3 and y.startswith(x[:-3]) for x, y in ((a, b), (b, a)))
 
+# %% ../../nbs/eval/02a_policy_prompt.ipynb #42756025
+def words_for(text: str) -> tuple:
+    "A label and the words a site variant may show instead: what the policy takes for it."
+    return (text, *SYNONYMS.get(text, ()))
+
 # %% ../../nbs/eval/02a_policy_prompt.ipynb #3ba81b70
 def fits(item, lk) -> bool:
     "Whether a listed element (or a text line: no tag, no attributes) shows what `lk` describes."
     tags = lk["tag"] if isinstance(lk["tag"], tuple) else (lk["tag"],)
     if lk["tag"] is not None and item.get("tag") not in tags: return False
-    if lk["text"] is not None and not same_text(item.get("text", ""), lk["text"]): return False
+    if lk["text"] is not None and not any(same_text(item.get("text", ""), w) for w in words_for(lk["text"])): return False
     a = item.get("attrs", {})
     return all(k not in a if v is None else k in a and same_text(a[k], v) for k, v in lk["attrs"].items())
 
@@ -283,8 +289,8 @@ def page_links(page) -> dict:
     k, total = map(int, PAGE_OF.match(at["text"]).groups())
     want = (["prev"] if k > 1 else []) + [j for j in range(1, total + 1) if j != k] + (["next"] if k < total else [])
     links = [e for e in els if e["tag"] == "a" and e["pos"] < at["pos"]][-len(want):]
-    shows = lambda w: {"prev": "‹ Previous", "next": "Next ›"}.get(w, str(w))
-    if len(links) < len(want) or any(e["text"] != shows(w) and not (len(shows(w)) == 1 and e["text"] == "") for e, w in zip(links, want)):
+    shows = lambda w: {"prev": [f"‹ {x}" for x in words_for("Previous")], "next": [f"{x} ›" for x in words_for("Next")]}.get(w, [str(w)])
+    if len(links) < len(want) or any(e["text"] not in shows(w) and not (len(shows(w)[0]) == 1 and e["text"] == "") for e, w in zip(links, want)):
         return {}                                 # not the pagination this policy knows: say so rather than guess
     return dict(zip(want, links))
 
