@@ -402,3 +402,27 @@ def test_datagen_on_ray(tmp_path):
     lines = _lines(out)
     assert len(lines) == 4 and all(x["ok"] for x in lines), lines
     assert (out / "manifest.json").exists() and json.loads((out / "manifest.json").read_text())["sessions"][0]["backend"] == "ray"
+
+
+async def cancel_in_dialog(lv, t):
+    "The wrong way: open the dialog, then Cancel it (nothing is deleted), and say it is done."
+    cid = t["control"]["control_id"]
+    async for s in D.click(lv, cid, "the Delete button", "Opening the dialog.", "a dialog asks", tag="button", part=None): yield s
+    async for s in D.click(lv, cid, "the dialog's Cancel button", "Dismissing the dialog.", "the dialog is closed", part="cancel"): yield s
+    async for s in D.finish(lv, f"Deleted {t['option']['title']}."): yield s
+
+
+def test_a_modal_dialog_confirmed_deletes_and_one_dismissed_fails_its_check(tmp_path):
+    """The modal_dialog kind (a spec's `delete: confirm`) on two sites in Chromium: its scripted driver opens the dialog and
+    confirms, and the gate keeps the attempt; a driver that dismisses the dialog instead deletes nothing and fails."""
+    tasks = [next(t for t in make_tasks(site) if t["macro"] == "confirm_in_dialog") for site in ("bank", "forum")]
+    run_datagen(tmp_path / "right", tasks=tasks, ports=tuple(free_ports(1)), workers=1, progress=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(D.DRIVERS, "confirm_in_dialog", cancel_in_dialog)
+        run_datagen(tmp_path / "wrong", tasks=tasks, ports=tuple(free_ports(1)), workers=1, progress=False)
+    right, wrong = read_results(tmp_path / "right"), read_results(tmp_path / "wrong")
+    assert len(right) == len(wrong) == 2 and all(r["ok"] for r in right), [r["cause"] for r in right]
+    assert not any(r["ok"] for r in wrong) and all(r["cause"].startswith("gate:") for r in wrong), [r["cause"] for r in wrong]
+    for d in kept(tmp_path / "right").values():                # the dialog was in the way: two clicks on the control
+        steps = json.loads((d / "trajectory.json").read_text())["steps"]
+        assert [s["element"].get("part") for s in steps if s["action"] == "click"] == [None, "confirm"], steps

@@ -23,7 +23,7 @@ SITES = load_sites()                      # the oracle: seeded rows and specs of
 SITEMAPS = {name: s.sitemap() for name, s in SITES.items()}
 STREAMS = ("log", "changes", "clipboard", "record")
 CONTROL_KINDS = ["dropdown", "checkbox", "radio", "tabs", "date_picker", "pagination", "search", "text_field", "comment",
-                  "create_form", "edit_form", "delete_form", "login_form", "logout", "menu", "breadcrumb", "detail_link",
+                  "create_form", "edit_form", "delete_form", "modal_dialog", "login_form", "logout", "menu", "breadcrumb", "detail_link",
                   "home_link", "drag_reorder", "slider", "signature_pad", "copy_button", "file_upload", "file_download",
                   "sort", "date_range"]
 BROWSER_KINDS = ["drag_reorder", "signature_pad", "copy_button", "file_upload"]
@@ -625,7 +625,8 @@ def do_checkbox(a, site, ctl): return do_field(a, site, ctl) if ctl["role"] == "
 
 HANDLERS = {"dropdown": do_dropdown, "checkbox": do_checkbox, "radio": do_filter, "tabs": do_tabs, "date_picker": do_field,
             "pagination": do_pagination, "search": do_search, "text_field": do_field, "comment": do_comment,
-            "create_form": do_create, "edit_form": do_edit, "delete_form": do_delete, "login_form": do_login,
+            "create_form": do_create, "edit_form": do_edit, "delete_form": do_delete, "modal_dialog": do_delete,
+            "login_form": do_login,
             "logout": do_logout, "menu": do_nav, "breadcrumb": do_nav, "detail_link": do_nav, "home_link": do_nav,
             "slider": do_slider, "file_download": do_download, "sort": do_sort, "date_range": do_date_range}
 SESSION_FLAGS = {"login_form": {"logout": "1"}}          # both sessions of a login test start logged out
@@ -869,7 +870,7 @@ def form_posts(a, site):
             page, idx = edit_or_create_form(a, site, c)
             data = dict(page.form_data(idx)) | ({x: y for x, y in fill_create(site, c, "csrf").items() if y is not None} if k == "create_form" else {})
             out.append((c["control_id"], page.form_action(idx), data, None))
-        elif k in ("delete_form", "comment", "logout", "signature_pad", "file_upload", "login_form"):
+        elif k in ("delete_form", "modal_dialog", "comment", "logout", "signature_pad", "file_upload", "login_form"):
             page, idx = button_form(a, site, c["page"], c["control_id"])
             data = dict(page.form_data(idx))
             files = None
@@ -902,7 +903,7 @@ def test_form_without_or_with_foreign_csrf_token_is_rejected(base, sitemaps):
                 assert a.new(m, "changes") == [], f"{cid}: a post without a token changed data"
                 assert [e["status"] for e in a.new(m, "log")] == [403]
         for c in sitemaps[site]["controls"]:
-            if c["kind"] == "delete_form": a.page(site_url(site, c["page"]))          # still there
+            if c["kind"] in ("delete_form", "modal_dialog"): a.page(site_url(site, c["page"]))          # still there
             if c["kind"] == "logout": assert a.page(site_url(site)).ctl("logout")      # still signed in
         assert a.stream("changes") == []
 
@@ -1017,7 +1018,7 @@ def test_logged_out_session_is_sent_to_login_for_writes(base, sitemaps):
             k, path = c["kind"], site_url(site, c["page"])
             if k in ("create_form", "edit_form"): writes.append(("GET", path, {}))
             if k in ("create_form", "edit_form"): writes.append(("POST", path, fill_create(site, c, "lo") if k == "create_form" else {}))
-            if k == "delete_form": writes.append(("POST", path + "/delete", {}))
+            if k in ("delete_form", "modal_dialog"): writes.append(("POST", path + "/delete", {}))
             if k == "comment": writes.append(("POST", path + "/comments", {"body": "hello"}))
             if k == "signature_pad": writes.append(("POST", path, {"signer": "Someone", "strokes": STROKES}))
             if k == "file_upload": writes.append(("UPLOAD", path, {}))
@@ -1249,8 +1250,9 @@ def test_a_data_folder_without_its_site_split_stops_the_server_at_once(tmp_path,
 
 def test_variant_0_is_todays_pages_and_other_variants_keep_every_control():
     """Every page a visitor reaches by links, in a session without flags and in one with variant=0, is byte for byte
-    the page of the snapshot (tests/data/pages_variant0.json, taken before variants existed); variants 1 to 3 change
-    every page and keep every control id and value of it; a malformed variant is refused in one line."""
+    the page of the snapshot (tests/data/pages_variant0.json: taken before variants existed, and again when a spec or
+    template change was meant to change pages, with `python tests/page_snapshot.py`); variants 1 to 3 change every
+    page and keep every control id and value of it; a malformed variant is refused in one line."""
     from page_snapshot import SNAPSHOT, controls, pages, snapshot
     want = json.loads(SNAPSHOT.read_text())
     assert snapshot() == want and snapshot({"variant": 0}) == want

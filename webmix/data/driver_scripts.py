@@ -74,6 +74,7 @@ DRIVER_SCRIPTS = {   # macro -> (steps of its task, the answer its done gives or
                                *_click(t, part="submit")], None),
     **{m: lambda t: (form_steps(t), None) for m in ("create_entry", "edit_entry", "pick_date", "select_field_option", "enter_text")},
     "delete_entry": lambda t: (_click(t), None),
+    "confirm_in_dialog": lambda t: (_click(t) + _click(t, part="confirm"), None),
     "add_comment": lambda t: ([{"do": "fill", "control_id": t["control"]["control_id"], "value": t["option"]["body"]},
                                *_click(t, part="submit")], None),
     "authenticate_by_form": lambda t: ([{"do": "fill", "control_id": t["control"]["control_id"], "part": "username", "value": t["option"]["username"]},

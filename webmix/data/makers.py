@@ -284,7 +284,7 @@ def make_field(ctx):
     return edit_task(ctx, form, row, [(fn, new_value(ctx.site, ctx.cname, fn, ctx.rng, row[fn]))], ctx.macro)
 
 # %% ../../nbs/data/02b_makers.ipynb #6dade915
-@maker("delete_entry")
+@maker("delete_entry", "confirm_in_dialog")      # the same request; a modal dialog asks before the second deletes
 def make_delete(ctx):
     row = ctx.pick(ctx.rows())
     if row is None or not ctx.on_record: return None

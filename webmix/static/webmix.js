@@ -68,3 +68,9 @@ document.addEventListener("click", function (e) {      // a variant's banner or 
   e.preventDefault();
   b.parentElement.remove();
 });
+document.addEventListener("click", function (e) {      // a modal dialog: its opener shows it, its Cancel closes it
+  var opener = e.target.closest && e.target.closest("[data-opens]");
+  if (opener) { var d = document.getElementById(opener.dataset.opens); if (d && d.showModal) d.showModal(); return; }
+  var closer = e.target.closest && e.target.closest("[data-closes]");
+  if (closer) { var dlg = closer.closest("dialog"); if (dlg) dlg.close(); }
+});

@@ -79,6 +79,8 @@ CATALOG = [
        "Change fields of a record in its edit form and save it."),
     _m("delete_entry",         FORM,   "delete_form",                        "",                 "follows",
        "Delete a record with its delete form."),
+    _m("confirm_in_dialog",    FORM,   "modal_dialog",                       "",                 "follows",
+       "Delete a record, confirming it in the modal dialog that asks whether you are sure."),
     _m("authenticate_by_form", FORM,   "login_form",                         "",                 "",
        "Log in with a username and password from a logged-out start."),
     _m("log_out",              FORM,   "logout",                             "",                 "",

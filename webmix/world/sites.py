@@ -153,7 +153,8 @@ def _list_controls(site, p):
     if p.get("detail"):
         out += _nav_controls(site, f"{pid}-item", one)
         if p.get("copy"): out.append(Control(f"{pid}-item-copy", one, "copy_button", "Copy", "", "io", [], [cname], cname, p["copy"]))
-        if p.get("delete"): out.append(Control(f"{pid}-delete", one, "delete_form", "Delete", "", "form", [], [cname], cname))
+        if p.get("delete"): out.append(Control(f"{pid}-delete", one, "modal_dialog" if p["delete"] == "confirm" else "delete_form",
+                                               "Delete", "", "form", [], [cname], cname))
         if p.get("comments"): out.append(Control(f"{pid}-comment", one, "comment", "Add a comment", "body", "comment", [], ["comments"], "comments"))
         if p.get("edit"):
             fields = p.get("fields") or list(coll["fields"])

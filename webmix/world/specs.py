@@ -63,6 +63,8 @@ def _check_page(src, i, p, collections):
         if flt.get("field") not in fields: _fail(src, f"{where}.filters[{j}].field", f"broken reference to field {flt.get('field')!r}")
     for k in ("tabs", "group", "copy", "order"):
         if p.get(k) and p[k] not in fields: _fail(src, f"{where}.{k}", f"broken reference to field {p[k]!r} of {c}")
+    if p.get("delete") not in (None, False, True, "confirm"):      # confirm: a modal dialog asks first (kind modal_dialog)
+        _fail(src, f"{where}.delete", f"true, false or confirm, not {p['delete']!r}")
 
 # %% ../../nbs/world/02a_specs.ipynb #9f891148
 def validate_spec(spec: dict, src="<spec>") -> dict:
