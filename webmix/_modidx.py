@@ -441,8 +441,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'webmix.data.drivers.drag_slider': ('data/drivers.html#drag_slider', 'webmix/data/drivers.py'),
                                      'webmix.data.drivers.drive_board': ('data/drivers.html#drive_board', 'webmix/data/drivers.py'),
                                      'webmix.data.drivers.drive_comment': ('data/drivers.html#drive_comment', 'webmix/data/drivers.py'),
-                                     'webmix.data.drivers.drive_confirm_delete': ( 'data/drivers.html#drive_confirm_delete',
-                                                                                   'webmix/data/drivers.py'),
                                      'webmix.data.drivers.drive_copy': ('data/drivers.html#drive_copy', 'webmix/data/drivers.py'),
                                      'webmix.data.drivers.drive_count': ('data/drivers.html#drive_count', 'webmix/data/drivers.py'),
                                      'webmix.data.drivers.drive_delete': ('data/drivers.html#drive_delete', 'webmix/data/drivers.py'),

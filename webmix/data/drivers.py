@@ -8,8 +8,7 @@ __all__ = ['ANY', 'BOX_JS', 'DESCRIBE_JS', 'THUMB_PX', 'SIGNATURE', 'DRIVERS', '
            'event_target', 'css', 'Live', 'step', 'until', 'locate', 'into_view', 'settle', 'finish', 'click', 'submit',
            'type_into', 'query_holds', 'drag_slider', 'apply_list', 'drive_list', 'drive_count', 'drive_report',
            'drive_detail', 'drive_copy', 'drive_download', 'drive_upload', 'fill_form', 'drive_form', 'drive_delete',
-           'drive_confirm_delete', 'drive_comment', 'drive_login', 'drive_logout', 'drive_nav', 'drive_board',
-           'drive_signature']
+           'drive_comment', 'drive_login', 'drive_logout', 'drive_nav', 'drive_board', 'drive_signature']
 
 # %% ../../nbs/data/03_drivers.ipynb #c20bcf09
 from ..agents import harness as H
@@ -394,23 +393,14 @@ async def drive_form(lv, t):
 
 # %% ../../nbs/data/03_drivers.ipynb #36e1b221
 async def drive_delete(lv, t):
+    "Click the record's Delete button; where a modal dialog asks first (kind modal_dialog), confirm in it; wait for the list."
     o, cid = t["option"], t["control"]["control_id"]
-    start = lv.path
+    asks, start = t["control"]["kind"] == "modal_dialog", lv.path
     async for s in click(lv, cid, "the Delete button", f"Task: {short(t['instruction'])} The record page has a Delete button.",
-                         f"{o['title']} is deleted", tag="button"): yield s
-    async for s in settle(lv, lambda: lv.path != start, f"the list without {o['title']}"): yield s
-    async for s in finish(lv, f"Deleted {o['title']}."): yield s
-
-# %% ../../nbs/data/03_drivers.ipynb #e2322a4d
-async def drive_confirm_delete(lv, t):
-    o, cid = t["option"], t["control"]["control_id"]
-    start = lv.path
-    async for s in click(lv, cid, "the Delete button", f"Task: {short(t['instruction'])} The record page has a Delete button.",
-                         "a dialog asks whether to delete", tag="button", part=None): yield s
-    async for s in locate(lv, cid, "the dialog's Delete button", part="confirm"): yield s
-    i, node = lv.found
-    yield step("click", {"index": i}, memory="A dialog asks whether to delete the record; confirming.",
-               goal="Confirm the deletion in the dialog", after=f"{o['title']} is deleted", node=node)
+                         "a dialog asks whether to delete" if asks else f"{o['title']} is deleted", tag="button", part=None): yield s
+    if asks:
+        async for s in click(lv, cid, "the dialog's Delete button", "A dialog asks whether to delete the record; confirming.",
+                             f"{o['title']} is deleted", part="confirm"): yield s
     async for s in settle(lv, lambda: lv.path != start, f"the list without {o['title']}"): yield s
     async for s in finish(lv, f"Deleted {o['title']}."): yield s
 
@@ -503,7 +493,7 @@ DRIVERS = {
     "count_entries": drive_count, "report_information": drive_report, "open_detail": drive_detail,
     "copy_to_clipboard": drive_copy, "download_file": drive_download, "upload_file": drive_upload,
     **{m: drive_form for m in ("create_entry", "edit_entry", "pick_date", "select_field_option", "enter_text")},
-    "delete_entry": drive_delete, "confirm_in_dialog": drive_confirm_delete, "add_comment": drive_comment,
+    "delete_entry": drive_delete, "confirm_in_dialog": drive_delete, "add_comment": drive_comment,
     "authenticate_by_form": drive_login,
     "log_out": drive_logout, **{m: drive_nav for m in ("navigate_home", "follow_breadcrumb", "open_menu_item")},
     "reorder_by_drag": drive_board, "draw_signature": drive_signature,
