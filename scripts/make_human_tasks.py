@@ -33,7 +33,8 @@ A dict whose key is an operation (OPS) is computed: sources (`view`, `rows`, `op
 `first`/`max` also bind their candidate's `let` names (a literal dict must not use an operation's name as a key).
 Filters: money, plural(word), plus(k), commas, month (2026-12 -> December 2026), ordinal, dotted (Ana Silva -> ana.silva).
 Step kinds (KINDS) take the page first: dropdown, options, slider, dates, sort, tab, to_page, search, detail, copy,
-comment, create, edit, delete, login (the control that leads to it, or none for the header link), menu, export,
+comment, create, edit, delete, confirm (a delete behind a modal dialog), login (the control that leads to it, or
+none for the header link), menu, export,
 download, upload, drag, sign. A macro may add `site` (a step on another site), `via` (steps that only get there:
 portal, app, {menu: page}, {crumbs: page}) and `opened` (the form is already open).
 """
@@ -335,6 +336,11 @@ def edit(site, pid, rid, values, opened=False):
 
 def delete(site, pid, rid): return [step("click", f"{pid}-delete")], [req(url(site, pid, f"/{rid}/delete"), "POST")]
 
+def confirm(site, pid, rid):
+    "Delete behind the modal dialog that asks first (a spec's delete: confirm): open it, then confirm in it."
+    c = f"{pid}-delete"
+    return [step("click", c), step("click", c, part="confirm")], [req(url(site, pid, f"/{rid}/delete"), "POST")]
+
 def login(site, opener=None):
     "Sign in as the site's user; `opener` is the control clicked to reach the login page (the header's Sign in link by default)."
     first_click = step("click", opener) if opener else step("click", selector=".account a[href$='/login']")   # the link has no id
@@ -362,7 +368,7 @@ def sign(site, pid, name):
             [req(url(site, pid), "POST", form={"signer": name}), did("draw", pad)])
 
 KINDS = {f.__name__: f for f in (dropdown, options, slider, dates, sort, tab, to_page, search, detail, copy, comment,
-                                 create, edit, delete, login, menu, export, download, upload, drag, sign)}
+                                 create, edit, delete, confirm, login, menu, export, download, upload, drag, sign)}
 VIA = {"portal": lambda site, _: step("goto", url="/"),                                   # back to the portal's app directory
        "app": lambda site, _: step("click", selector=f"a[data-app='{site}']"),            # into the site from the portal
        "menu": lambda site, pid: step("click", "home-menu", url(site, pid)),
