@@ -1615,8 +1615,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
             'webmix.world.variants': { 'webmix.world.variants.Variant': ('world/variants.html#variant', 'webmix/world/variants.py'),
                                        'webmix.world.variants.Variant.order': ( 'world/variants.html#variant.order',
                                                                                 'webmix/world/variants.py'),
-                                       'webmix.world.variants.Variant.record': ( 'world/variants.html#variant.record',
-                                                                                 'webmix/world/variants.py'),
                                        'webmix.world.variants.Variant.word': ( 'world/variants.html#variant.word',
                                                                                'webmix/world/variants.py'),
                                        'webmix.world.variants.check_variants': ( 'world/variants.html#check_variants',

@@ -59,11 +59,6 @@ class Variant:
         random.Random(f"{self.seed}:{what}").shuffle(out)
         return out
 
-    def record(self) -> dict:
-        "What a trajectory keeps of the variant its page had."
-        return {"n": self.n, "theme": self.theme, "words": len(self.words), "banner": self.banner is not None,
-                "promo": self.promo is not None}
-
 # %% ../../nbs/world/02i_variants.ipynb #406c3638
 def variant_of(n: int, site: str) -> Variant:
     "Variant `n` of the site named `site` (see above): 0 is the spec's pages; others are drawn from n and the name."
