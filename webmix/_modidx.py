@@ -696,8 +696,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                        'webmix.episode_layout.after_of': ('episode_layout.html#after_of', 'webmix/episode_layout.py'),
                                        'webmix.episode_layout.episode_schema': ( 'episode_layout.html#episode_schema',
                                                                                  'webmix/episode_layout.py'),
-                                       'webmix.episode_layout.parse_episode': ( 'episode_layout.html#parse_episode',
-                                                                                'webmix/episode_layout.py'),
                                        'webmix.episode_layout.write_episode': ( 'episode_layout.html#write_episode',
                                                                                 'webmix/episode_layout.py')},
             'webmix.eval.episode': { 'webmix.eval.episode._box': ('eval/episode.html#_box', 'webmix/eval/episode.py'),
