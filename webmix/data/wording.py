@@ -184,6 +184,9 @@ TEMPLATES = {
         "Fill in the {page} page: name {name}, then sign and save."],
 }
 
+# %% ../../nbs/data/01_wording.ipynb #be65eada
+TEMPLATES["confirm_in_dialog"] = TEMPLATES["delete_entry"]   # a person asks for a deletion the same way, dialog or not
+
 # %% ../../nbs/data/01_wording.ipynb #73d8055f
 def lower_label(label: str) -> str:
     "A label inside a sentence: lower case, acronyms kept ('Salary (USD)' -> 'salary (USD)')."
