@@ -5,9 +5,9 @@ episodes of a run folder."""
 
 # %% auto #0
 __all__ = ['MAX_JSON_DEPTH', 'WEBJUDGE', 'SHAPES', 'NOTES', 'VERDICT_BY', 'LOADERS', 'LAYOUT_OF_RUNNER', 'ViewError', 'inside',
-           'read_json', 'read_jsonl', 'Step', 'Episode', 'layout_of', 'is_episode', 'result_line', 'action_line',
-           'describe_element', 'read_record', 'step_backend', 'step_action', 'load_steps', 'row_images', 'parse_reply',
-           'reply_action', 'load_rows', 'load_webjudge', 'load_episode', 'find_episodes']
+           'read_json', 'read_jsonl', 'Step', 'Episode', 'episode_json', 'layout_of', 'is_episode', 'result_line',
+           'action_line', 'describe_element', 'read_record', 'step_backend', 'step_action', 'load_steps', 'row_images',
+           'parse_reply', 'reply_action', 'load_rows', 'load_webjudge', 'load_episode', 'find_episodes']
 
 # %% ../../nbs/views/01_episodes.ipynb #122c8db0
 import json, re
@@ -127,6 +127,17 @@ class Episode:
     backend_note: str = ""                     # why no per-step backend record is shown, when none is
     runner: str = ""                           # who wrote it: evaluate | online | datagen | plan-data ('' for webjudge)
 
+# %% ../../nbs/views/01_episodes.ipynb #ea88da4a
+@lru_cache(maxsize=64)
+def _episode_file(path: str, root: str, mtime, size) -> dict: return read_json(Path(path), Path(root), dict)
+
+def episode_json(d: Path) -> dict:
+    "The parsed episode.json of folder `d`, read once while the file is unchanged (its layout and its record both want it)."
+    f = d / EPISODE_FILE
+    try: st = f.stat()
+    except OSError: return read_json(f, d, dict)          # missing or unreadable: read_json says which, in one line
+    return _episode_file(str(f), str(d), st.st_mtime_ns, st.st_size)
+
 # %% ../../nbs/views/01_episodes.ipynb #e03c17b7
 WEBJUDGE = "webjudge"           # result.json and trajectory/<i>_full_screenshot.png, as WebJudge reads them
 SHAPES = {"agent": "episode.json (layout agent)", "datagen": "episode.json (layout datagen)",
@@ -137,7 +148,7 @@ def layout_of(path) -> str | None:
     None for a folder that is no episode. An episode.json that declares none is a ViewError."""
     p = Path(path)
     if (p / EPISODE_FILE).is_file():
-        layout = read_json(p / EPISODE_FILE, p, dict).get("layout")
+        layout = episode_json(p).get("layout")
         if layout not in LAYOUTS:
             raise ViewError(f"{p / EPISODE_FILE}: declares no episode layout (layout {layout!r}, not one of {', '.join(LAYOUTS)};"
                             " a folder written before episode.json declared one)")
@@ -203,7 +214,7 @@ def _png(d: Path, name) -> Path | None:
 def read_record(d: Path) -> EpisodeRecord:
     "The episode.json of folder `d` as its record; one that is not is a ViewError naming the field."
     from pydantic import ValidationError
-    try: return EpisodeRecord.model_validate(read_json(d / EPISODE_FILE, d, dict))
+    try: return EpisodeRecord.model_validate(episode_json(d))
     except ValidationError as e:
         err = e.errors()[0]
         raise ViewError(f"{d / EPISODE_FILE}: {'/'.join(map(str, err['loc'])) or '(top)'}: {_one_line(err['msg'])}") from None

@@ -9,6 +9,7 @@ __all__ = ['MAX_VARIANT', 'PALETTES', 'FONTS', 'RADII', 'SPACINGS', 'SYNONYMS', 
 # %% ../../nbs/world/02i_variants.ipynb #e336eaf0
 import random
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from jinja2 import pass_context
 
@@ -60,6 +61,7 @@ class Variant:
         return out
 
 # %% ../../nbs/world/02i_variants.ipynb #406c3638
+@lru_cache(maxsize=4096)        # every page a session renders asks for it: drawn once per (n, site)
 def variant_of(n: int, site: str) -> Variant:
     "Variant `n` of the site named `site` (see above): 0 is the spec's pages; others are drawn from n and the name."
     if not n: return Variant()
