@@ -426,3 +426,59 @@ def test_a_modal_dialog_confirmed_deletes_and_one_dismissed_fails_its_check(tmp_
     for d in kept(tmp_path / "right").values():                # the dialog was in the way: two clicks on the control
         steps = json.loads((d / "trajectory.json").read_text())["steps"]
         assert [s["element"].get("part") for s in steps if s["action"] == "click"] == [None, "confirm"], steps
+
+
+async def submit_as_said(lv, t):
+    "The wrong way on a formatted field: type the value as the task says it, submit, and say it is done."
+    o = t["option"]
+    (fn, _), = o["fields"]
+    async for s in D.type_into(lv, f"{o['form']}-{fn}", "the field", o["said"], "Typing the value as given."): yield s
+    async for s in D.click(lv, o["form"], "the submit button", "Submitting.", "the form is sent", tag="button"): yield s
+    async for s in D.finish(lv, "Saved."): yield s
+
+
+async def pick_another_suggestion(lv, t):
+    "The wrong way in an autocomplete box: type the value's first letters and pick a suggestion that is not it."
+    o = t["option"]
+    (fn, text), = o["fields"]
+    cid = f"{o['form']}-{fn}"
+    async for s in D.type_into(lv, cid, "the box", text[:2], "Typing the first letters.", part="query"): yield s
+    other = lambda: next(((i, n) for i, n in lv.find_all(cid, part="option") if D.node_text(n) != text), None)
+    async for s in D.settle(lv, lambda: other() is not None, "another suggestion"): yield s
+    i, node = other()
+    yield D.step("click", {"index": i}, node=node, memory="Picking a suggestion.", goal="Pick it", after="picked")
+    async for s in D.click(lv, o["form"], "the submit button", "Submitting.", "the form is saved", tag="button"): yield s
+    async for s in D.finish(lv, "Saved."): yield s
+
+
+async def open_first_listed(lv, t):
+    "The wrong way on a Load more list: open the first record shown instead of loading more until the asked one shows."
+    o = t["option"]
+    async for s in D.click(lv, o["detail"], "the first link", "Opening the first record.", "a record is open", tag="a"): yield s
+    async for s in D.settle(lv, lambda: lv.path != urlsplit(t["start"]["url"]).path, "a record page"): yield s
+    async for s in D.finish(lv, "Opened it."): yield s
+
+
+NEW_MECHANICS = {"fix_inline_error": (("hr", "mail"), submit_as_said),
+                 "pick_from_suggestions": (("hr", "library"), pick_another_suggestion),
+                 "load_more_rows": (("bank", "tracker"), open_first_listed)}
+
+
+def test_inline_errors_autocomplete_and_load_more_are_driven_right_and_fail_when_done_wrong(tmp_path):
+    """Three mechanics in Chromium, two sites each: a formatted field refused with an inline error and written again
+    in its format, a record picked from an autocomplete box's suggestions, a record reached through a list's Load more
+    button. Each scripted driver is kept; a wrong driver (the value left as the task said it, another suggestion
+    picked, the first listed record opened) fails its check and nothing it did counts."""
+    tasks = [next(t for t in make_tasks(site) if t["macro"] == m) for m, (sites, _) in NEW_MECHANICS.items() for site in sites]
+    run_datagen(tmp_path / "right", tasks=tasks, ports=tuple(free_ports(1)), workers=1, progress=False)
+    with pytest.MonkeyPatch.context() as mp:
+        for m, (_, wrong) in NEW_MECHANICS.items(): mp.setitem(D.DRIVERS, m, wrong)
+        run_datagen(tmp_path / "wrong", tasks=tasks, ports=tuple(free_ports(1)), workers=1, progress=False)
+    right, wrong = read_results(tmp_path / "right"), read_results(tmp_path / "wrong")
+    assert len(right) == len(wrong) == 6 and all(r["ok"] for r in right), [r["cause"] for r in right]
+    assert not any(r["ok"] for r in wrong), [r["cause"] for r in wrong]
+    steps = {d.name.split("-")[1]: json.loads((d / "trajectory.json").read_text())["steps"] for d in kept(tmp_path / "right").values()}
+    fix = [s for s in steps["fix_inline_error"] if s["action"] == "input"]
+    assert len(fix) == 2 and fix[0]["params"]["text"] != fix[1]["params"]["text"], fix       # refused, then written in format
+    assert any((s.get("element") or {}).get("part") == "option" for s in steps["pick_from_suggestions"])
+    assert sum(s["action"] == "click" for s in steps["load_more_rows"]) >= 2

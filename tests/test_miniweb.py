@@ -13,7 +13,8 @@ import requests
 
 from webmix.config import CHROMIUM, admin_headers
 from webmix.agents.session import open_session, playwright_session_sync
-from webmix.world.specs import SpecError
+import random
+from webmix.world.specs import SpecError, fill_format, format_example, loose_format
 from webmix.world.sites import load_site, load_sites, page_path
 from webmix.world.sessions import COOKIE
 
@@ -25,7 +26,7 @@ STREAMS = ("log", "changes", "clipboard", "record")
 CONTROL_KINDS = ["dropdown", "checkbox", "radio", "tabs", "date_picker", "pagination", "search", "text_field", "comment",
                   "create_form", "edit_form", "delete_form", "modal_dialog", "login_form", "logout", "menu", "breadcrumb", "detail_link",
                   "home_link", "drag_reorder", "slider", "signature_pad", "copy_button", "file_upload", "file_download",
-                  "sort", "date_range"]
+                  "sort", "date_range", "formatted_field", "autocomplete", "load_more"]
 BROWSER_KINDS = ["drag_reorder", "signature_pad", "copy_button", "file_upload"]
 HTTP_KINDS = [k for k in CONTROL_KINDS if k not in BROWSER_KINDS]
 TEMPLATE_ERRORS = ("Traceback", "jinja2", "UndefinedError", "TemplateSyntaxError", "Internal Server Error", "{{", "{%")
@@ -215,6 +216,7 @@ def assert_list(page, site, p, query, pageno=1):
 def valid_raw(site, f, current=None, salt="1"):
     "A raw form value that is valid for the field and differs from `current` (None means: leave a checkbox off)."
     t = f["type"]
+    if f.get("format"): return fill_format(f["gen"]["pattern"], random.Random(salt), {str(current)})
     if t == "bool": return None if current else "on"
     if t == "choice": opts = [str(o) for o in f["options"]]; return next((o for o in reversed(opts) if o != str(current)), opts[0])
     if t == "ref": return str(next(r["id"] for r in seeded(site, f["to"]) if r["id"] != current))
@@ -442,6 +444,51 @@ def do_pagination(a, site, ctl):
         assert any(e["tag"] == "span" and e["attrs"].get("aria-current") == "page" and e["text"].strip() == no for e in res.els)
     return []
 
+def do_load_more(a, site, ctl):
+    "A Load more list: its button asks for the next page, and that page shows every row up to it."
+    p, path, cid = page_spec(site, ctl["page"]), site_url(site, ctl["page"]), ctl["control_id"]
+    per, n = p.get("per_page", 10), len(seeded(site, ctl["collection"]))
+    assert [o["value"] for o in ctl["options"]] == [str(i) for i in range(2, -(-n // per) + 1)]
+    page = a.page(path)
+    (button,) = page.ctl(cid)
+    assert button["attrs"]["data-value"] == "2" and "data-more" in button["attrs"]
+    res = open_href(a, button["attrs"]["href"], path)
+    ids = expected_ids(site, p, {})
+    assert page.rows() == ids[:per] and res.rows() == ids[:2 * per], f"{path}: a Load more page shows every row up to it"
+    last = a.page(f"{path}?page={ctl['options'][-1]['value']}")
+    assert last.rows() == ids and not last.ctl(cid), "the last page shows every row and no button"
+    return []
+
+def do_formatted(a, site, ctl):
+    "A formatted field: a value written loosely is refused with an inline error showing the format; then as do_field."
+    form = control(site, ctl["extra"]["form"])
+    f = fields_of(site, form["collection"])[ctl["field"]]
+    good = fill_format(f["gen"]["pattern"], random.Random(site), ())
+    m = a.mark()
+    r, _, _ = submit(a, site, form, fill_create(site, form, "loose") | {ctl["field"]: loose_format(good)} if form["kind"] == "create_form"
+                     else {ctl["field"]: loose_format(good)})
+    assert r.status_code == 422 and a.new(m, "changes") == []
+    assert Page(r.text).field_errors()[ctl["field"]].endswith(f"must be written like {format_example(f['gen']['pattern'])}.")
+    return do_field(a, site, ctl)
+
+def do_autocomplete(a, site, ctl):
+    "An autocomplete box: no options in the page; the suggest route answers the typed text; then as do_field."
+    form = control(site, ctl["extra"]["form"])
+    to = fields_of(site, form["collection"])[ctl["field"]]["to"]
+    page = a.page(site_url(site, ctl["page"]))
+    box = next(e for e in page.ctl(ctl["control_id"]) if e["attrs"].get("role") == "combobox")
+    assert box["tag"] == "input" and not any(e["attrs"].get("role") == "option" for e in page.els)
+    target = seeded(site, to)[-1]
+    title = SITES[site].title_of(to, target)
+    url = site_url(site, page_spec(site, ctl["page"])["path"] + f"/suggest/{ctl['field']}")
+    m = a.mark()
+    hits = a.get(url, params={"q": title.lower()}).json()
+    assert {"value": target["id"], "text": title} in hits, hits
+    some = a.get(url, params={"q": title[:3]}).json()
+    assert 0 < len(some) <= 8 and all(title[:3].lower() in h["text"].lower() for h in some), some
+    assert a.get(url, params={"q": ""}).json() == [] and [e["path"] for e in a.new(m, "log")] == [url] * 3
+    return do_field(a, site, ctl)
+
 def do_download(a, site, ctl):
     page = a.page(site_url(site, ctl["page"]))
     links = page.ctl(ctl["control_id"])
@@ -628,7 +675,8 @@ HANDLERS = {"dropdown": do_dropdown, "checkbox": do_checkbox, "radio": do_filter
             "create_form": do_create, "edit_form": do_edit, "delete_form": do_delete, "modal_dialog": do_delete,
             "login_form": do_login,
             "logout": do_logout, "menu": do_nav, "breadcrumb": do_nav, "detail_link": do_nav, "home_link": do_nav,
-            "slider": do_slider, "file_download": do_download, "sort": do_sort, "date_range": do_date_range}
+            "slider": do_slider, "file_download": do_download, "sort": do_sort, "date_range": do_date_range,
+            "formatted_field": do_formatted, "autocomplete": do_autocomplete, "load_more": do_load_more}
 SESSION_FLAGS = {"login_form": {"logout": "1"}}          # both sessions of a login test start logged out
 
 

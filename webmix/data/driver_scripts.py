@@ -44,6 +44,7 @@ def form_steps(t) -> list:
     for fn, text in o["fields"]:
         cid = f"{o['form']}-{fn}"
         if kinds.get(cid) == "dropdown": out.append({"do": "select", "control_id": cid, "value": text, "text": text})
+        elif kinds.get(cid) == "autocomplete": out.append({"do": "pick", "control_id": cid, "value": text})   # typed, then chosen
         elif kinds.get(cid) == "checkbox": out.append({"do": "check", "control_id": cid, "on": text == "yes"})
         else: out.append({"do": "fill", "control_id": cid, "value": text})
     return out + [{"do": "click", "control_id": o["form"]}]
@@ -57,6 +58,14 @@ def nav_steps(t) -> list:
 
 # %% ../../nbs/data/03b_driver_scripts.ipynb #8ae1379f
 def _click(t, **kw): return [{"do": "click", "control_id": t["control"]["control_id"], **kw}]
+
+# %% ../../nbs/data/03b_driver_scripts.ipynb #5530c22e
+def _fix_steps(t) -> list:
+    "A formatted field: the value as the task says it, submitted and refused, then written in the format and submitted."
+    (fn, value), = t["option"]["fields"]
+    cid, form = f"{t['option']['form']}-{fn}", t["option"]["form"]
+    return [{"do": "fill", "control_id": cid, "value": t["option"]["said"]}, {"do": "click", "control_id": form},
+            {"do": "fill", "control_id": cid, "value": value}, {"do": "click", "control_id": form}]
 
 # %% ../../nbs/data/03b_driver_scripts.ipynb #fba18d01
 def _answer(check) -> str: return _number_text(check["value"]) if check["match"] == "numeric" else str(check["value"])
@@ -74,6 +83,11 @@ DRIVER_SCRIPTS = {   # macro -> (steps of its task, the answer its done gives or
                                *_click(t, part="submit")], None),
     **{m: lambda t: (form_steps(t), None) for m in ("create_entry", "edit_entry", "pick_date", "select_field_option", "enter_text")},
     "delete_entry": lambda t: (_click(t), None),
+    "pick_from_suggestions": lambda t: (form_steps(t), None),
+    "fix_inline_error": lambda t: (_fix_steps(t), None),
+    "load_more_rows": lambda t: ([{"do": "click", "control_id": t["control"]["control_id"], "value": str(k + 2)}
+                                  for k in range(t["option"]["presses"])]
+                                 + [{"do": "click", "control_id": t["option"]["detail"], "value": str(t["option"]["record"])}], None),
     "confirm_in_dialog": lambda t: (_click(t) + _click(t, part="confirm"), None),
     "add_comment": lambda t: ([{"do": "fill", "control_id": t["control"]["control_id"], "value": t["option"]["body"]},
                                *_click(t, part="submit")], None),

@@ -7,8 +7,9 @@ next action, looking at the live page the way a model would."""
 __all__ = ['ANY', 'BOX_JS', 'DESCRIBE_JS', 'THUMB_PX', 'SIGNATURE', 'DRIVERS', 'DriverError', 'node_text', 'descriptor',
            'event_target', 'css', 'Live', 'step', 'until', 'locate', 'into_view', 'settle', 'finish', 'click', 'submit',
            'type_into', 'query_holds', 'drag_slider', 'apply_list', 'drive_list', 'drive_count', 'drive_report',
-           'drive_detail', 'drive_copy', 'drive_download', 'drive_upload', 'fill_form', 'drive_form', 'drive_delete',
-           'drive_comment', 'drive_login', 'drive_logout', 'drive_nav', 'drive_board', 'drive_signature']
+           'drive_detail', 'drive_copy', 'drive_download', 'drive_upload', 'saved', 'pick_suggestion', 'fill_form',
+           'drive_form', 'drive_delete', 'drive_fix', 'drive_load_more', 'drive_comment', 'drive_login', 'drive_logout',
+           'drive_nav', 'drive_board', 'drive_signature']
 
 # %% ../../nbs/data/03_drivers.ipynb #c20bcf09
 from ..agents import harness as H
@@ -353,6 +354,37 @@ async def drive_upload(lv, t):
                           "the file is uploaded", "uploaded", "the upload confirmation"): yield s
     async for s in finish(lv, f"Uploaded {t['option']['filename']}."): yield s
 
+# %% ../../nbs/data/03_drivers.ipynb #855ba5b2
+async def saved(lv, start):
+    "Wait for the page after a form's submit; a form answered with errors is a DriverError naming them."
+    for _ in range(4):
+        if lv.path != start: return
+        err = await lv.text_of('[role="alert"], .field-error')
+        if err: raise DriverError(f"the form was refused: {short(err, 160)}")
+        yield step("wait", {"seconds": 1}, memory="Submitted the form; waiting for the next page.", goal="Wait for the save",
+                   after="the saved record is shown", ev="Uncertain: the form page is still shown.")
+    raise DriverError("the form page stayed open after submitting")
+
+# %% ../../nbs/data/03_drivers.ipynb #7a889c40
+def _option_listed(lv, cid, text) -> bool:
+    return lv.find(cid, part="option", text=text) is not None
+
+async def pick_suggestion(lv, cid, what, text, memory):
+    "Type into autocomplete box `cid` until the option reading `text` is suggested, then click it."
+    words = text.split()
+    for typed in dict.fromkeys([" ".join(words[:2]), text]):       # the first two words, then (if need be) all of them
+        async for s in type_into(lv, cid, what, typed, memory if typed != text or len(words) <= 2 else
+                                 f"{text} is not among the suggestions yet; typing all of it.", part="query"): yield s
+        try:
+            async for s in settle(lv, lambda: _option_listed(lv, cid, text), f"the suggestion {text}", tries=3): yield s
+        except DriverError:
+            if typed == text: raise
+            continue
+        i, node = lv.find(cid, part="option", text=text)
+        yield step("click", {"index": i}, node=node, value=text, memory=f"{text} is suggested; choosing it.",
+                   goal=f"Pick {text} from the suggestions", after=f"{what} holds {text}")
+        return
+
 # %% ../../nbs/data/03_drivers.ipynb #c774bf19
 async def fill_form(lv, t):
     "Set every field of the task's option in its form, submit it, and make sure the site took it."
@@ -367,6 +399,8 @@ async def fill_form(lv, t):
         if tag == "select":
             yield step("select_dropdown", {"index": i, "text": text}, node=node, value=text, memory=mem,
                        goal=f"Choose {text} in {what}", after=f"{what} shows {text}")
+        elif (node.attributes or {}).get("role") == "combobox":
+            async for s in pick_suggestion(lv, fcid, what, text, mem): yield s
         elif typ == "checkbox":
             if ("checked" in (node.attributes or {})) != (text == "yes"):
                 yield step("click", {"index": i}, node=node, memory=mem, goal=f"Toggle {what}", after=f"{what} is {text}")
@@ -375,13 +409,7 @@ async def fill_form(lv, t):
                        goal=f"Type {text} into {what}", after=f"{what} holds {text}")
     async for s in click(lv, o["form"], "the submit button", "Every field is set; submitting the form.", "the form is saved",
                          tag="button"): yield s
-    for _ in range(4):
-        if lv.path != start: return
-        err = await lv.text_of('[role="alert"], .field-error')
-        if err: raise DriverError(f"the form was refused: {short(err, 160)}")
-        yield step("wait", {"seconds": 1}, memory="Submitted the form; waiting for the next page.", goal="Wait for the save",
-                   after="the saved record is shown", ev="Uncertain: the form page is still shown.")
-    raise DriverError("the form page stayed open after submitting")
+    async for s in saved(lv, start): yield s
 
 # %% ../../nbs/data/03_drivers.ipynb #6749a4cf
 async def drive_form(lv, t):
@@ -403,6 +431,41 @@ async def drive_delete(lv, t):
                              f"{o['title']} is deleted", part="confirm"): yield s
     async for s in settle(lv, lambda: lv.path != start, f"the list without {o['title']}"): yield s
     async for s in finish(lv, f"Deleted {o['title']}."): yield s
+
+# %% ../../nbs/data/03_drivers.ipynb #1fb8e405
+async def drive_fix(lv, t):
+    "Type the value as the task says it, submit, read the inline error, write the value in its format and submit again."
+    o, start = t["option"], lv.path
+    (fn, value), = o["fields"]
+    cid, what = f"{o['form']}-{fn}", f"the {fn.replace('_', ' ')} field"
+    async for s in type_into(lv, cid, what, o["said"], f"Task: {short(t['instruction'], 70)} Typing the new value as given."): yield s
+    async for s in click(lv, o["form"], "the submit button", "The value is typed; submitting the form.", "the form is sent",
+                         tag="button"): yield s
+    error = f'[data-error-for={json.dumps(fn)}]'
+    async for s in settle(lv, lambda: lv.text_of(error), "the form's answer"): yield s
+    said = await lv.text_of(error)
+    async for s in type_into(lv, cid, what, value, f"The site refused it: {said} Writing it as {value}."): yield s
+    async for s in click(lv, o["form"], "the submit button", f"{what[4:].capitalize()} now reads {value}; submitting again.",
+                         "the form is saved", tag="button"): yield s
+    async for s in saved(lv, start): yield s
+    async for s in finish(lv, f"Saved {o['title']}: {fn.replace('_', ' ')} {value}."): yield s
+
+# %% ../../nbs/data/03_drivers.ipynb #e576819a
+async def drive_load_more(lv, t):
+    o, cid = t["option"], t["control"]["control_id"]
+    link, links = css(o["detail"], o["record"], tag="a"), css(o["detail"], tag="a")
+    count = lambda: lv.js(f"document.querySelectorAll({json.dumps(links)}).length")
+    for k in range(o["presses"] + 1):
+        if await lv.js(f"!!document.querySelector({json.dumps(link)})"): break
+        n = await count()
+        async for s in click(lv, cid, "the Load more button", f"Task: {short(t['instruction'])} {o['title']} is not listed yet"
+                             f" ({n} rows shown); loading more.", "more rows are listed", tag="a"): yield s
+        async def grew(n=n): return await count() > n
+        async for s in settle(lv, grew, "more rows"): yield s
+    async for s in click(lv, o["detail"], f"the link of {o['title']}", f"{o['title']} is listed now; opening it.",
+                         f"the page of {o['title']} is open", value=o["record"], tag="a"): yield s
+    async for s in settle(lv, lambda: lv.path == t["check"]["path"], f"the page of {o['title']}"): yield s
+    async for s in finish(lv, f"The page of {o['title']} is open."): yield s
 
 # %% ../../nbs/data/03_drivers.ipynb #0d2b011f
 async def drive_comment(lv, t):
@@ -492,7 +555,9 @@ DRIVERS = {
                                "sort_by_form", "switch_tab", "paginate", "search_by_text")},
     "count_entries": drive_count, "report_information": drive_report, "open_detail": drive_detail,
     "copy_to_clipboard": drive_copy, "download_file": drive_download, "upload_file": drive_upload,
-    **{m: drive_form for m in ("create_entry", "edit_entry", "pick_date", "select_field_option", "enter_text")},
+    **{m: drive_form for m in ("create_entry", "edit_entry", "pick_date", "select_field_option", "enter_text",
+                               "pick_from_suggestions")},
+    "fix_inline_error": drive_fix, "load_more_rows": drive_load_more,
     "delete_entry": drive_delete, "confirm_in_dialog": drive_delete, "add_comment": drive_comment,
     "authenticate_by_form": drive_login,
     "log_out": drive_logout, **{m: drive_nav for m in ("navigate_home", "follow_breadcrumb", "open_menu_item")},

@@ -6,17 +6,19 @@
 __all__ = ['MAKERS', 'ASKABLE', 'maker', 'make_choice', 'make_slider', 'make_dates', 'make_search', 'make_paginate', 'condition',
            'make_count', 'answer_check', 'listed_row', 'make_report', 'make_open_detail', 'make_copy', 'make_download',
            'upload_name', 'make_upload', 'form_fields', 'create_task', 'new_record', 'make_create', 'edit_task',
-           'make_edit', 'make_field', 'make_delete', 'make_comment', 'make_login', 'make_logout', 'make_home', 'crumbs',
-           'make_crumb', 'make_menu', 'make_board', 'make_signature']
+           'make_edit', 'make_field', 'make_fix', 'make_load_more', 'make_delete', 'make_comment', 'make_login',
+           'make_logout', 'make_home', 'crumbs', 'make_crumb', 'make_menu', 'make_board', 'make_signature']
 
 # %% ../../nbs/data/02b_makers.ipynb #46abd103
 import re
+from collections import Counter
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 from ..world.specs import USER
 from ..world.pages import fmt_value
 from .wording import COMMENTS, PEOPLE, lower_label, new_value, quoted, shown, stored
+from ..world.specs import loose_format
 from .task_context import (filter_query, list_rows, make_task, option_text, page_rows, pick_prefix,
                                       prefixed_option, query_url, req)
 
@@ -269,7 +271,7 @@ def make_edit(ctx):
     return edit_task(ctx, form, row, [(fn, new_value(ctx.site, ctx.cname, fn, ctx.rng, row[fn])) for fn in chosen], "edit_entry")
 
 # %% ../../nbs/data/02b_makers.ipynb #60432dd1
-@maker("pick_date", "select_field_option", "enter_text")
+@maker("pick_date", "select_field_option", "enter_text", "pick_from_suggestions")
 def make_field(ctx):
     c, form = ctx.c, ctx.c.get("extra", {}).get("form", "")
     if c.get("role") != "field" or not c.get("field") or not form.endswith(("-edit", "-create")): return None
@@ -282,6 +284,34 @@ def make_field(ctx):
     row = ctx.pick(ctx.rows())
     if row is None: return None
     return edit_task(ctx, form, row, [(fn, new_value(ctx.site, ctx.cname, fn, ctx.rng, row[fn]))], ctx.macro)
+
+# %% ../../nbs/data/02b_makers.ipynb #171fc824
+@maker("fix_inline_error")
+def make_fix(ctx):
+    c, form = ctx.c, ctx.c.get("extra", {}).get("form", "")
+    if c.get("kind") != "formatted_field" or not form.endswith("-edit"): return None
+    row, fn = ctx.pick(ctx.rows()), c["field"]
+    if row is None: return None
+    value = new_value(ctx.site, ctx.cname, fn, ctx.rng, row[fn])
+    said = loose_format(value)
+    if said == value: return None
+    task = edit_task(ctx, form, row, [(fn, value)], "enter_text")
+    task["instruction"] = ctx.say("fix_inline_error", title=ctx.title(row), label=ctx.lab(fn), value=said)
+    task["option"]["said"] = said
+    return task
+
+# %% ../../nbs/data/02b_makers.ipynb #19a85531
+@maker("load_more_rows")
+def make_load_more(ctx):
+    per, rows = ctx.c.get("extra", {}).get("per_page", 10), list_rows(ctx.site, ctx.pid, {})
+    named = Counter(ctx.title(r) for r in rows)
+    later = [r for r in rows[per:per * 4] if named[ctx.title(r)] == 1]     # pages 2 to 4 (one to three presses); one of its name
+    row = ctx.pick(later)
+    if row is None: return None
+    presses = rows.index(row) // per
+    return make_task(ctx, ctx.say("load_more_rows", title=ctx.title(row), items=ctx.items), ctx.list_path,
+                     {"record": row["id"], "title": ctx.title(row), "presses": presses, "detail": f"{ctx.pid}-detail"},
+                     req(f"{ctx.list_path}/{row['id']}"), scope=[])
 
 # %% ../../nbs/data/02b_makers.ipynb #6dade915
 @maker("delete_entry", "confirm_in_dialog")      # the same request; a modal dialog asks before the second deletes

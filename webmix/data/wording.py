@@ -11,6 +11,7 @@ import re
 from collections import Counter
 
 from ..world.pages import fmt_value
+from ..world.specs import fill_format
 
 # %% ../../nbs/data/01_wording.ipynb #a389a46f
 TEMPLATES = {
@@ -125,6 +126,16 @@ TEMPLATES = {
         "Change the {label} of {title} to {value}.",
         "For {title}, choose {value} as the {label}.",
         "Update {title}: {label} should be {value}."],
+    "fix_inline_error": [
+        "Change the {label} of {title} to {value}.",
+        "The {label} of {title} is now {value}: update it.",
+        "Update {title} with the new {label}, {value}.",
+        "Set {value} as the {label} of {title}."],
+    "load_more_rows": [
+        "Find {title} among the {items} and open it.",
+        "Open {title}; it is further down the {items} list.",
+        "Scroll through the {items} until you reach {title}, then open it.",
+        "Show me the page of {title} from the {items}."],
     "enter_text": [
         "Change the {label} of {title} to {value}.",
         "Set the {label} of {title} to {value}.",
@@ -186,6 +197,7 @@ TEMPLATES = {
 
 # %% ../../nbs/data/01_wording.ipynb #be65eada
 TEMPLATES["confirm_in_dialog"] = TEMPLATES["delete_entry"]   # a person asks for a deletion the same way, dialog or not
+TEMPLATES["pick_from_suggestions"] = TEMPLATES["select_field_option"]    # and for a reference, dropdown or autocomplete
 
 # %% ../../nbs/data/01_wording.ipynb #73d8055f
 def lower_label(label: str) -> str:
@@ -244,6 +256,7 @@ def new_value(site, cname, fn, rng, current=None):
         pool = [v for v in seeded if v != current and lo <= v <= hi]
         return round(rng.choice(pool), 2) if pool else round(rng.uniform(lo, hi), 2)
     if t == "longtext": return rng.choice([s for s in TEXTS + COMMENTS if s != current])
+    if f.get("format"): return fill_format(f["gen"]["pattern"], rng, {str(v) for v in seeded} | {str(current)})
     pat = _pattern(seeded)
     if pat:
         taken = {str(v) for v in seeded}

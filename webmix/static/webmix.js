@@ -7,12 +7,12 @@
     var el = e.target;
     if (el.hasAttribute("data-autosubmit") && el.form) el.form.submit();
   }, true);
-  // copy buttons
-  document.querySelectorAll("[data-copy]").forEach(function (b) {
-    b.addEventListener("click", function () {
-      var done = function () { b.textContent = "Copied"; };
-      if (navigator.clipboard && navigator.clipboard.writeText) navigator.clipboard.writeText(b.dataset.copy).then(done, done); else done();
-    });
+  // copy buttons (one listener for the page, so rows a Load more adds copy too)
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest && e.target.closest("[data-copy]");
+    if (!b) return;
+    var done = function () { b.textContent = "Copied"; };
+    if (navigator.clipboard && navigator.clipboard.writeText) navigator.clipboard.writeText(b.dataset.copy).then(done, done); else done();
   });
   // slider: show the value while it moves
   document.querySelectorAll('input[type=range]').forEach(function (r) {
@@ -74,3 +74,64 @@ document.addEventListener("click", function (e) {      // a modal dialog: its op
   var closer = e.target.closest && e.target.closest("[data-closes]");
   if (closer) { var dlg = closer.closest("dialog"); if (dlg) dlg.close(); }
 });
+document.addEventListener("click", function (e) {      // Load more: the next rows below the ones shown, the URL in step
+  var a = e.target.closest && e.target.closest("a[data-more]");
+  if (!a) return;
+  e.preventDefault();
+  if (a.getAttribute("aria-busy")) return;
+  a.setAttribute("aria-busy", "true");
+  fetch(a.href, {credentials: "same-origin"}).then(function (r) { return r.text(); }).then(function (html) {
+    var next = new DOMParser().parseFromString(html, "text/html").querySelector("section.results");
+    var now = document.querySelector("section.results");
+    if (!next || !now) { location.href = a.href; return; }
+    var rows = now.querySelector("tbody, ul"), more = next.querySelector("tbody, ul");
+    var have = rows.children.length, added = Array.prototype.slice.call(more.children, have);
+    added.forEach(function (r) { rows.appendChild(document.importNode(r, true)); });
+    var bar = now.querySelector(".more"), nextBar = next.querySelector(".more");
+    if (nextBar) bar.replaceWith(document.importNode(nextBar, true)); else bar.remove();
+    history.replaceState(null, "", a.href);
+  }).catch(function () { location.href = a.href; });
+});
+(function () {      // autocomplete boxes: options come from the server as one types; arrow keys and Enter, or a click, pick one
+  function setup(box) {
+    var input = box.querySelector("[role=combobox]"), hidden = box.querySelector("input[type=hidden]");
+    var list = box.querySelector("[role=listbox]"), cid = input.dataset.controlId, active = -1, timer = null, asked = 0;
+    function options() { return list.querySelectorAll("[role=option]"); }
+    function close() { list.hidden = true; list.innerHTML = ""; input.setAttribute("aria-expanded", "false"); input.removeAttribute("aria-activedescendant"); active = -1; }
+    function pick(li) { hidden.value = li.dataset.value; input.value = li.textContent; close(); }
+    function mark(k) {
+      var opts = options();
+      if (!opts.length) return;
+      active = (k + opts.length) % opts.length;
+      opts.forEach(function (o, j) { o.setAttribute("aria-selected", j === active ? "true" : "false"); });
+      input.setAttribute("aria-activedescendant", opts[active].id);
+    }
+    function ask() {
+      var q = input.value.trim(), n = ++asked;
+      if (!q) { close(); return; }
+      fetch(box.dataset.suggest + "?q=" + encodeURIComponent(q), {credentials: "same-origin"})
+        .then(function (r) { return r.json(); }).then(function (hits) {
+          if (n !== asked) return;                       // a later keystroke asked again
+          list.innerHTML = "";
+          hits.forEach(function (h) {
+            var li = document.createElement("li");
+            li.setAttribute("role", "option"); li.setAttribute("aria-selected", "false"); li.id = input.id + "-option-" + h.value;
+            li.tabIndex = -1; li.dataset.controlId = cid; li.dataset.part = "option"; li.dataset.value = h.value; li.textContent = h.text;
+            list.appendChild(li);
+          });
+          if (!hits.length) { var none = document.createElement("li"); none.className = "none"; none.textContent = "No matches"; list.appendChild(none); }
+          list.hidden = false; input.setAttribute("aria-expanded", "true"); active = -1;
+        });
+    }
+    input.addEventListener("input", function () { hidden.value = ""; clearTimeout(timer); timer = setTimeout(ask, 150); });
+    input.addEventListener("keydown", function (e) {
+      if (e.key === "ArrowDown" || e.key === "ArrowUp") { e.preventDefault(); mark(active + (e.key === "ArrowDown" ? 1 : -1)); }
+      else if (e.key === "Enter" && !list.hidden) { e.preventDefault(); var o = options()[active]; if (o) pick(o); }
+      else if (e.key === "Escape") close();
+    });
+    list.addEventListener("mousedown", function (e) { e.preventDefault(); });     // the box keeps focus until the click picks
+    list.addEventListener("click", function (e) { var li = e.target.closest("[role=option]"); if (li) pick(li); });
+    document.addEventListener("click", function (e) { if (!box.contains(e.target)) close(); });
+  }
+  document.querySelectorAll(".combo").forEach(setup);
+})();

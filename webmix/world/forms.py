@@ -10,6 +10,7 @@ import math, re
 from datetime import date
 
 from .sites import _label
+from .specs import format_example, format_regex
 from .sessions import _row
 
 # %% ../../nbs/world/02e_forms.ipynb #7bdf98ec
@@ -107,5 +108,7 @@ def clean_form(site, db, cname, fields, form):
             else: values[fn] = v
         elif t == "email" and not EMAIL.fullmatch(raw): errors[fn] = f"{_label(fn, f)} must be an e-mail address."
         elif t == "choice" and raw not in f["options"]: errors[fn] = f"{_label(fn, f)} must be one of {', '.join(map(str, f['options']))}."
+        elif f.get("format") and not format_regex(f["gen"]["pattern"]).fullmatch(raw):     # the server's own check: no hint before
+            errors[fn] = f"{_label(fn, f)} must be written like {format_example(f['gen']['pattern'])}."
         else: values[fn] = raw
     return values, errors

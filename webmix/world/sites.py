@@ -78,11 +78,18 @@ def _nav_controls(site, key, path, crumbs=True):
     return out
 
 # %% ../../nbs/world/02c_sites.ipynb #be74f5c4
-def _field_controls(site, pid, form_key, path, cname, fields, kind_of_form):
+def _field_kind(f, fn, auto) -> str:
+    "The control kind of a form field: by its type, unless it is formatted (server-checked) or an autocomplete box."
+    if f.get("format"): return "formatted_field"
+    if fn in auto: return "autocomplete"
+    return {"date": "date_picker", "choice": "dropdown", "ref": "dropdown", "bool": "checkbox"}.get(f["type"], "text_field")
+
+# %% ../../nbs/world/02c_sites.ipynb #a124b6b7
+def _field_controls(site, pid, form_key, path, cname, fields, kind_of_form, auto=()):
     out = []
     for fn in fields:
         f = site.collections[cname]["fields"][fn]
-        kind = {"date": "date_picker", "choice": "dropdown", "ref": "dropdown", "bool": "checkbox"}.get(f["type"], "text_field")
+        kind = _field_kind(f, fn, auto)
         opts = _opts(f["options"]) if f["type"] == "choice" else []
         out.append(Control(f"{pid}-{form_key}-{fn}", path, kind, _label(fn, f), fn, "field", opts, [cname], cname, fn,
                            {"form": f"{pid}-{form_key}", "type": f["type"]}))
@@ -132,7 +139,10 @@ def _list_controls(site, p):
     rows = site.rows[cname]
     per = p.get("per_page", 10)
     pages = max(1, -(-len(rows) // per))
-    if pages > 1: out.append(Control(f"{pid}-pages", path, "pagination", "Pages", "page", "paginate", _opts(range(1, pages + 1)), [cname], cname))
+    if pages > 1 and p.get("more"):            # the same id and parameter: the button asks for one more page of rows
+        out.append(Control(f"{pid}-pages", path, "load_more", "Load more", "page", "paginate", _opts(range(2, pages + 1)), [cname], cname,
+                           extra={"per_page": per}))
+    elif pages > 1: out.append(Control(f"{pid}-pages", path, "pagination", "Pages", "page", "paginate", _opts(range(1, pages + 1)), [cname], cname))
     first = _default_order(site, p, rows)[:per]
     if p.get("detail"):
         out.append(Control(f"{pid}-detail", path, "detail_link", f"Open a {p.get('title', pid).lower()} entry", "", "nav",
@@ -146,7 +156,7 @@ def _list_controls(site, p):
         new = f"{path}/new"
         out.append(Control(f"{pid}-new", path, "menu", f"New {p.get('title', pid).lower()} entry", options=[{"text": "New", "value": site.url(new)}]))
         out += _nav_controls(site, f"{pid}-create", new)
-        out += _field_controls(site, pid, "create", new, cname, fields, "create")
+        out += _field_controls(site, pid, "create", new, cname, fields, "create", p.get("autocomplete") or ())
         out.append(Control(f"{pid}-create", new, "create_form", f"Create {p.get('title', pid).lower()} entry", "", "form", [], [cname], cname,
                            extra={"fields": fields}))
     one = f"{path}/1"
@@ -160,7 +170,7 @@ def _list_controls(site, p):
             fields = p.get("fields") or list(coll["fields"])
             out.append(Control(f"{pid}-edit-link", one, "menu", "Edit", options=[{"text": "Edit", "value": site.url(f"{one}/edit")}]))
             out += _nav_controls(site, f"{pid}-edit", f"{one}/edit")
-            out += _field_controls(site, pid, "edit", f"{one}/edit", cname, fields, "edit")
+            out += _field_controls(site, pid, "edit", f"{one}/edit", cname, fields, "edit", p.get("autocomplete") or ())
             out.append(Control(f"{pid}-edit", f"{one}/edit", "edit_form", f"Save {p.get('title', pid).lower()} entry", "", "form", [], [cname], cname,
                                extra={"fields": fields}))
     return out
