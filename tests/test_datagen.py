@@ -459,26 +459,51 @@ async def open_first_listed(lv, t):
     async for s in D.finish(lv, "Opened it."): yield s
 
 
+async def open_a_neighbour(lv, t):
+    "The wrong way in a menu bar: open the right submenu, then pick another page of it."
+    o, cid = t["option"], t["control"]["control_id"]
+    async for s in D.click(lv, cid, "the section", "Opening the submenu.", "open", part="section", value=o["section"]): yield s
+    other = lambda: next(((i, n) for i, n in lv.find_all(cid, tag="a") if (n.attributes or {}).get("data-value") != o["value"]), None)
+    async for s in D.settle(lv, lambda: other() is not None, "the submenu"): yield s
+    i, node = other()
+    yield D.step("click", {"index": i}, node=node, memory="Choosing a page.", goal="Open it", after="a page is open")
+    async for s in D.finish(lv, "Opened it."): yield s
+
+
+async def read_while_busy(lv, t):
+    "The wrong way on a busy button: press it and report what the page shows at once, before the request answered."
+    cid = t["control"]["control_id"]
+    async for s in D.click(lv, cid, "the Check button", "Checking.", "checking", tag="button"): yield s
+    shown = await lv.text_of(D.css(cid, part="result", tag="output"))
+    async for s in D.finish(lv, f"It shows {shown}.", answer=shown): yield s
+
+
 NEW_MECHANICS = {"fix_inline_error": (("hr", "mail"), submit_as_said),
                  "pick_from_suggestions": (("hr", "library"), pick_another_suggestion),
-                 "load_more_rows": (("bank", "tracker"), open_first_listed)}
+                 "load_more_rows": (("bank", "tracker"), open_first_listed),
+                 "open_submenu_item": (("bank", "realestate"), open_a_neighbour),
+                 "read_live_value": (("travel", "events"), read_while_busy)}
 
 
-def test_inline_errors_autocomplete_and_load_more_are_driven_right_and_fail_when_done_wrong(tmp_path):
-    """Three mechanics in Chromium, two sites each: a formatted field refused with an inline error and written again
+def test_real_web_mechanics_are_driven_right_and_fail_when_done_wrong(tmp_path):
+    """Five mechanics in Chromium, two sites each: a formatted field refused with an inline error and written again
     in its format, a record picked from an autocomplete box's suggestions, a record reached through a list's Load more
-    button. Each scripted driver is kept; a wrong driver (the value left as the task said it, another suggestion
-    picked, the first listed record opened) fails its check and nothing it did counts."""
+    button, a page opened from a menu bar's submenu, a value fetched by a button that is disabled while its slow
+    request runs. Each scripted driver is kept; a wrong driver (the value left as the task said it, another suggestion
+    picked, the first listed record opened, a neighbouring submenu page opened, the value read while the button was
+    busy) fails its check."""
     tasks = [next(t for t in make_tasks(site) if t["macro"] == m) for m, (sites, _) in NEW_MECHANICS.items() for site in sites]
     run_datagen(tmp_path / "right", tasks=tasks, ports=tuple(free_ports(1)), workers=1, progress=False)
     with pytest.MonkeyPatch.context() as mp:
         for m, (_, wrong) in NEW_MECHANICS.items(): mp.setitem(D.DRIVERS, m, wrong)
         run_datagen(tmp_path / "wrong", tasks=tasks, ports=tuple(free_ports(1)), workers=1, progress=False)
     right, wrong = read_results(tmp_path / "right"), read_results(tmp_path / "wrong")
-    assert len(right) == len(wrong) == 6 and all(r["ok"] for r in right), [r["cause"] for r in right]
+    assert len(right) == len(wrong) == 10 and all(r["ok"] for r in right), [r["cause"] for r in right]
     assert not any(r["ok"] for r in wrong), [r["cause"] for r in wrong]
     steps = {d.name.split("-")[1]: json.loads((d / "trajectory.json").read_text())["steps"] for d in kept(tmp_path / "right").values()}
     fix = [s for s in steps["fix_inline_error"] if s["action"] == "input"]
     assert len(fix) == 2 and fix[0]["params"]["text"] != fix[1]["params"]["text"], fix       # refused, then written in format
     assert any((s.get("element") or {}).get("part") == "option" for s in steps["pick_from_suggestions"])
     assert sum(s["action"] == "click" for s in steps["load_more_rows"]) >= 2
+    assert [s["element"].get("part") for s in steps["open_submenu_item"] if s["action"] == "click"] == ["section", None]
+    assert [s for s in steps["read_live_value"] if s["action"] == "wait"], "the value came after the button was busy"

@@ -26,7 +26,7 @@ STREAMS = ("log", "changes", "clipboard", "record")
 CONTROL_KINDS = ["dropdown", "checkbox", "radio", "tabs", "date_picker", "pagination", "search", "text_field", "comment",
                   "create_form", "edit_form", "delete_form", "modal_dialog", "login_form", "logout", "menu", "breadcrumb", "detail_link",
                   "home_link", "drag_reorder", "slider", "signature_pad", "copy_button", "file_upload", "file_download",
-                  "sort", "date_range", "formatted_field", "autocomplete", "load_more"]
+                  "sort", "date_range", "formatted_field", "autocomplete", "load_more", "menu_bar", "busy_button"]
 BROWSER_KINDS = ["drag_reorder", "signature_pad", "copy_button", "file_upload"]
 HTTP_KINDS = [k for k in CONTROL_KINDS if k not in BROWSER_KINDS]
 TEMPLATE_ERRORS = ("Traceback", "jinja2", "UndefinedError", "TemplateSyntaxError", "Internal Server Error", "{{", "{%")
@@ -322,7 +322,10 @@ def do_nav(a, site, ctl):
     assert hrefs, f"{site}: {ctl['control_id']} has no link on {ctl['page']}"
     kind = ctl["kind"]
     if kind == "home_link": assert hrefs == [ctl["extra"]["href"]] == [site_url(site)]
-    if kind in ("menu", "detail_link"): assert hrefs == [o["value"] for o in ctl["options"]], f"{ctl['control_id']}: links differ from the sitemap's options"
+    if kind == "menu_bar":                       # every page of a submenu, under its section's button, hidden until opened
+        sections = [e["attrs"]["data-value"] for e in page.ctl(ctl["control_id"]) if e["attrs"].get("data-part") == "section"]
+        assert sections == ctl["extra"]["sections"] and sorted({o["section"] for o in ctl["options"]}) == sorted(sections)
+    if kind in ("menu", "detail_link", "menu_bar"): assert hrefs == [o["value"] for o in ctl["options"]], f"{ctl['control_id']}: links differ from the sitemap's options"
     if kind == "breadcrumb": assert hrefs[0] == site_url(site)
     for href in dict.fromkeys([hrefs[0], hrefs[-1]]):
         target = open_href(a, href, page.path)
@@ -488,6 +491,20 @@ def do_autocomplete(a, site, ctl):
     assert 0 < len(some) <= 8 and all(title[:3].lower() in h["text"].lower() for h in some), some
     assert a.get(url, params={"q": ""}).json() == [] and [e["path"] for e in a.new(m, "log")] == [url] * 3
     return do_field(a, site, ctl)
+
+def do_live(a, site, ctl):
+    "A busy button: the record page leaves its field out; the live route answers it (after the delay) as the page would show it."
+    p = page_spec(site, ctl["page"])
+    row = seeded(site, ctl["collection"])[0]
+    page = a.page(site_url(site, f"{p['path']}/{row['id']}"))
+    assert not [e for e in page.els if e["attrs"].get("data-field") == ctl["field"]], "the live field is on the page"
+    (button,) = [e for e in page.ctl(ctl["control_id"]) if e["tag"] == "button"]
+    m = a.mark()
+    t0 = time.time()
+    answer = a.get(button["attrs"]["data-live"]).json()
+    assert time.time() - t0 >= 1.0 and answer == {"field": ctl["field"], "text": str(row[ctl["field"]])}, answer
+    assert [e["path"] for e in a.new(m, "log")] == [button["attrs"]["data-live"]] and a.new(m, "changes") == []
+    return []
 
 def do_download(a, site, ctl):
     page = a.page(site_url(site, ctl["page"]))
@@ -676,7 +693,8 @@ HANDLERS = {"dropdown": do_dropdown, "checkbox": do_checkbox, "radio": do_filter
             "login_form": do_login,
             "logout": do_logout, "menu": do_nav, "breadcrumb": do_nav, "detail_link": do_nav, "home_link": do_nav,
             "slider": do_slider, "file_download": do_download, "sort": do_sort, "date_range": do_date_range,
-            "formatted_field": do_formatted, "autocomplete": do_autocomplete, "load_more": do_load_more}
+            "formatted_field": do_formatted, "autocomplete": do_autocomplete, "load_more": do_load_more, "menu_bar": do_nav,
+            "busy_button": do_live}
 SESSION_FLAGS = {"login_form": {"logout": "1"}}          # both sessions of a login test start logged out
 
 

@@ -85,6 +85,8 @@ DRIVER_SCRIPTS = {   # macro -> (steps of its task, the answer its done gives or
     "delete_entry": lambda t: (_click(t), None),
     "pick_from_suggestions": lambda t: (form_steps(t), None),
     "fix_inline_error": lambda t: (_fix_steps(t), None),
+    "open_submenu_item": lambda t: (_click(t, part="section", value=t["option"]["section"]) + _click(t, value=t["option"]["value"]), None),
+    "read_live_value": lambda t: (_click(t) + [{"do": "wait", "control_id": t["control"]["control_id"], "part": "result"}], _answer(t["check"])),
     "load_more_rows": lambda t: ([{"do": "click", "control_id": t["control"]["control_id"], "value": str(k + 2)}
                                   for k in range(t["option"]["presses"])]
                                  + [{"do": "click", "control_id": t["option"]["detail"], "value": str(t["option"]["record"])}], None),

@@ -8,8 +8,8 @@ __all__ = ['ANY', 'BOX_JS', 'DESCRIBE_JS', 'THUMB_PX', 'SIGNATURE', 'DRIVERS', '
            'event_target', 'css', 'Live', 'step', 'until', 'locate', 'into_view', 'settle', 'finish', 'click', 'submit',
            'type_into', 'query_holds', 'drag_slider', 'apply_list', 'drive_list', 'drive_count', 'drive_report',
            'drive_detail', 'drive_copy', 'drive_download', 'drive_upload', 'saved', 'pick_suggestion', 'fill_form',
-           'drive_form', 'drive_delete', 'drive_fix', 'drive_load_more', 'drive_comment', 'drive_login', 'drive_logout',
-           'drive_nav', 'drive_board', 'drive_signature']
+           'drive_form', 'drive_delete', 'drive_fix', 'drive_load_more', 'drive_submenu', 'drive_live', 'drive_comment',
+           'drive_login', 'drive_logout', 'drive_nav', 'drive_board', 'drive_signature']
 
 # %% ../../nbs/data/03_drivers.ipynb #c20bcf09
 from ..agents import harness as H
@@ -166,9 +166,9 @@ async def into_view(lv, selector, what, tries=4):
     async for s in until(inside, scroll, tries, lambda: f"could not scroll {what} into view"): yield s
 
 # %% ../../nbs/data/03_drivers.ipynb #39fe1bff
-async def settle(lv, ok, what, tries=6):
-    "Wait (a step at a time) until ok() holds; ok may be async."
-    wait = lambda: step("wait", {"seconds": 1}, memory=f"Waiting: {what} has not shown yet.", goal="Wait for the page to update",
+async def settle(lv, ok, what, tries=6, seconds=1):
+    "Wait (a step at a time) until ok() holds; ok may be async. browser-use's wait sleeps `seconds` - 1: 1 is a fresh look."
+    wait = lambda: step("wait", {"seconds": seconds}, memory=f"Waiting: {what} has not shown yet.", goal="Wait for the page to update",
                         after=what, ev="Uncertain: the page has not updated yet.")
     async for s in until(ok, wait, tries, lambda: f"the page never showed {what} (at {lv.url})"): yield s
 
@@ -467,6 +467,29 @@ async def drive_load_more(lv, t):
     async for s in settle(lv, lambda: lv.path == t["check"]["path"], f"the page of {o['title']}"): yield s
     async for s in finish(lv, f"The page of {o['title']} is open."): yield s
 
+# %% ../../nbs/data/03_drivers.ipynb #5482c176
+async def drive_submenu(lv, t):
+    o, cid = t["option"], t["control"]["control_id"]
+    async for s in click(lv, cid, f"the {o['section']} menu", f"Task: {short(t['instruction'])} {o['text']} is under"
+                         f" {o['section']} in the menu bar.", f"the {o['section']} submenu is open", part="section", value=o["section"]): yield s
+    async for s in settle(lv, lambda: lv.find(cid, value=o["value"], tag="a") is not None, f"the {o['section']} submenu"): yield s
+    async for s in click(lv, cid, f"the {o['text']} item", f"The {o['section']} submenu is open; choosing {o['text']}.",
+                         f"{o['text']} is open", value=o["value"], tag="a"): yield s
+    async for s in settle(lv, lambda: lv.path == t["check"]["path"].rstrip("/"), f"the page {o['text']}"): yield s
+    async for s in finish(lv, f"The page {o['text']} is open."): yield s
+
+# %% ../../nbs/data/03_drivers.ipynb #c133504c
+async def drive_live(lv, t):
+    o, cid = t["option"], t["control"]["control_id"]
+    button, result = css(cid, tag="button"), css(cid, part="result", tag="output")
+    async for s in click(lv, cid, f"the {t['control']['label']} button", f"Task: {short(t['instruction'])} The page shows"
+                         f" no {o['field'].replace('_', ' ')} until it is checked.", "the check is running", tag="button"): yield s
+    done = lambda: lv.js(f"(() => {{ const b = document.querySelector({json.dumps(button)}), r = document.querySelector({json.dumps(result)});"
+                         " return !!b && !b.disabled && !!r && !['—', '…'].includes(r.textContent.trim()); })()")
+    async for s in settle(lv, done, "the checked value (the button is busy)", seconds=2): yield s
+    value = await lv.text_of(result)
+    async for s in finish(lv, f"{o['title']} shows {o['field'].replace('_', ' ')}: {value}.", answer=value): yield s
+
 # %% ../../nbs/data/03_drivers.ipynb #0d2b011f
 async def drive_comment(lv, t):
     o, cid = t["option"], t["control"]["control_id"]
@@ -557,7 +580,8 @@ DRIVERS = {
     "copy_to_clipboard": drive_copy, "download_file": drive_download, "upload_file": drive_upload,
     **{m: drive_form for m in ("create_entry", "edit_entry", "pick_date", "select_field_option", "enter_text",
                                "pick_from_suggestions")},
-    "fix_inline_error": drive_fix, "load_more_rows": drive_load_more,
+    "fix_inline_error": drive_fix, "load_more_rows": drive_load_more, "open_submenu_item": drive_submenu,
+    "read_live_value": drive_live,
     "delete_entry": drive_delete, "confirm_in_dialog": drive_delete, "add_comment": drive_comment,
     "authenticate_by_form": drive_login,
     "log_out": drive_logout, **{m: drive_nav for m in ("navigate_home", "follow_breadcrumb", "open_menu_item")},

@@ -7,7 +7,8 @@ __all__ = ['MAKERS', 'ASKABLE', 'maker', 'make_choice', 'make_slider', 'make_dat
            'make_count', 'answer_check', 'listed_row', 'make_report', 'make_open_detail', 'make_copy', 'make_download',
            'upload_name', 'make_upload', 'form_fields', 'create_task', 'new_record', 'make_create', 'edit_task',
            'make_edit', 'make_field', 'make_fix', 'make_load_more', 'make_delete', 'make_comment', 'make_login',
-           'make_logout', 'make_home', 'crumbs', 'make_crumb', 'make_menu', 'make_board', 'make_signature']
+           'make_logout', 'make_home', 'crumbs', 'make_crumb', 'make_menu', 'make_submenu', 'make_live', 'make_board',
+           'make_signature']
 
 # %% ../../nbs/data/02b_makers.ipynb #46abd103
 import re
@@ -129,7 +130,7 @@ def make_report(ctx):
     if not ctx.pid or ctx.page.get("kind") != "list": return None
     args, prefix, row = listed_row(ctx)
     title_field = ctx.coll.get("title_field") or next(iter(ctx.coll["fields"]))
-    fields = [fn for fn, f in ctx.coll["fields"].items() if f["type"] in ASKABLE and not f.get("hidden")
+    fields = [fn for fn, f in ctx.coll["fields"].items() if f["type"] in ASKABLE and not f.get("hidden") and fn != ctx.spec.get("live")
               and fn != title_field and row.get(fn) not in (None, "")]
     fn = ctx.pick(fields)
     if row is None or fn is None: return None
@@ -404,6 +405,22 @@ def make_menu(ctx):
     if o is None: return None
     return make_task(ctx, ctx.say("open_menu_item", target=o["text"]), url, {"text": o["text"], "value": o["value"]},
                      req(o["value"]), scope=[])
+
+# %% ../../nbs/data/02b_makers.ipynb #c15dafca
+@maker("open_submenu_item")
+def make_submenu(ctx):
+    o = ctx.pick(ctx.c["options"])
+    if o is None: return None
+    return make_task(ctx, ctx.say("open_submenu_item", target=o["text"], section=o["section"]), ctx.url(), dict(o),
+                     req(o["value"]), scope=[])
+
+# %% ../../nbs/data/02b_makers.ipynb #aef2ff4a
+@maker("read_live_value")
+def make_live(ctx):
+    row, fn = ctx.pick(ctx.rows()), ctx.c["field"]
+    if row is None or not ctx.on_record: return None
+    return make_task(ctx, ctx.say("read_live_value", label=ctx.lab(fn), title=ctx.title(row)), ctx.record_path(row["id"]),
+                     {"record": row["id"], "title": ctx.title(row), "field": fn}, answer_check(ctx, fn, row), scope=[ctx.cname])
 
 # %% ../../nbs/data/02b_makers.ipynb #46f5295f
 @maker("reorder_by_drag")

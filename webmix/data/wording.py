@@ -131,6 +131,16 @@ TEMPLATES = {
         "The {label} of {title} is now {value}: update it.",
         "Update {title} with the new {label}, {value}.",
         "Set {value} as the {label} of {title}."],
+    "open_submenu_item": [
+        "Open {target} from the {section} menu.",
+        "In the menu bar, go to {section} and open {target}.",
+        "Use the site menu to get to {target} (under {section}).",
+        "Find {target} in the {section} submenu and open it."],
+    "read_live_value": [
+        "What is the current {label} of {title}? The page has to check it.",
+        "Check the live {label} of {title} and tell me.",
+        "Right now, what does {title} show for {label}?",
+        "Look up the up-to-date {label} of {title}."],
     "load_more_rows": [
         "Find {title} among the {items} and open it.",
         "Open {title}; it is further down the {items} list.",

@@ -135,3 +135,20 @@ document.addEventListener("click", function (e) {      // Load more: the next ro
   }
   document.querySelectorAll(".combo").forEach(setup);
 })();
+document.addEventListener("click", function (e) {      // a busy button: disabled while its slow request runs
+  var b = e.target.closest && e.target.closest("button[data-live]");
+  if (!b || b.disabled) return;
+  var out = b.parentElement.querySelector("output"), label = b.textContent;
+  b.disabled = true; b.setAttribute("aria-busy", "true"); b.textContent = "Checking…"; out.textContent = "…";
+  fetch(b.dataset.live, {credentials: "same-origin"}).then(function (r) { return r.json(); }).then(function (d) { out.textContent = d.text; })
+    .catch(function () { out.textContent = "Could not check; try again."; })
+    .then(function () { b.disabled = false; b.removeAttribute("aria-busy"); b.textContent = label; });
+});
+document.addEventListener("click", function (e) {      // a menu bar: a section's button opens its submenu (hover shows it too)
+  var s = e.target.closest && e.target.closest(".menubar [data-part=section]");
+  document.querySelectorAll(".menubar [data-part=section]").forEach(function (o) {
+    var open = o === s && o.getAttribute("aria-expanded") !== "true";
+    o.setAttribute("aria-expanded", open ? "true" : "false");
+    o.nextElementSibling.hidden = !open;
+  });
+});

@@ -166,6 +166,9 @@ def _list_controls(site, p):
         if p.get("delete"): out.append(Control(f"{pid}-delete", one, "modal_dialog" if p["delete"] == "confirm" else "delete_form",
                                                "Delete", "", "form", [], [cname], cname))
         if p.get("comments"): out.append(Control(f"{pid}-comment", one, "comment", "Add a comment", "body", "comment", [], ["comments"], "comments"))
+        if p.get("live"):                     # a slow request fetches the field; its button is disabled until it answers
+            out.append(Control(f"{pid}-live", one, "busy_button", f"Check {_label(p['live'], coll['fields'][p['live']]).lower()}",
+                               "", "live", [], [cname], cname, p["live"]))
         if p.get("edit"):
             fields = p.get("fields") or list(coll["fields"])
             out.append(Control(f"{pid}-edit-link", one, "menu", "Edit", options=[{"text": "Edit", "value": site.url(f"{one}/edit")}]))
@@ -174,6 +177,14 @@ def _list_controls(site, p):
             out.append(Control(f"{pid}-edit", f"{one}/edit", "edit_form", f"Save {p.get('title', pid).lower()} entry", "", "form", [], [cname], cname,
                                extra={"fields": fields}))
     return out
+
+# %% ../../nbs/world/02c_sites.ipynb #c9ae0226
+def _menubar(site) -> Control:
+    "The home page's menu bar: one option per page, each with its section (its submenu)."
+    by_id = {q["id"]: q for q in site.spec["pages"]}
+    opts = [{"text": by_id[pid].get("title") or pid.title(), "value": site.url(page_path(by_id[pid])), "section": sec}
+            for sec, ids in site.spec["menubar"].items() for pid in ids]
+    return Control("home-menubar", "/", "menu_bar", "Site menu", options=opts, extra={"sections": list(site.spec["menubar"])})
 
 # %% ../../nbs/world/02c_sites.ipynb #80442b97
 def derive_controls(site):
@@ -184,6 +195,7 @@ def derive_controls(site):
         out += _nav_controls(site, pid, path, crumbs=k != "home")
         c = p.get("collection")
         if k == "home": out.append(Control("logout", "/", "logout", "Log out", "", "logout"))
+        if k == "home" and site.spec.get("menubar"): out.append(_menubar(site))
         elif k == "login":
             out.append(Control("login-form", path, "login_form", "Sign in", "username", "login", [], ["_users"]))
         elif k == "board":

@@ -59,13 +59,13 @@ def _known(src, where, d, allowed):
     if extra: _fail(src, where, f"unknown key(s) {sorted(extra)}; allowed: {sorted(allowed)}")
 
 # %% ../../nbs/world/02a_specs.ipynb #a16d1c3a
-SITE_KEYS = {"name", "title", "doc", "theme", "collections", "pages", "menu", "login_required"}
+SITE_KEYS = {"name", "title", "doc", "theme", "collections", "pages", "menu", "login_required", "menubar"}
 FIELD_KEYS = {"type", "label", "required", "options", "min", "max", "to", "gen", "unique", "hidden", "step", "default",
               "format"}
 COLLECTION_KEYS = {"label", "title_field", "fields", "rows", "order"}
 PAGE_KEYS = {"id", "path", "kind", "title", "collection", "columns", "filters", "search", "sort", "tabs",
              "per_page", "detail", "create", "edit", "delete", "comments", "copy", "download", "group",
-             "order", "text", "facts", "fields", "more", "autocomplete"}
+             "order", "text", "facts", "fields", "more", "autocomplete", "live"}
 
 def _check_field(src, cname, fname, f, collections):
     where = f"collections.{cname}.fields.{fname}"
@@ -94,13 +94,23 @@ def _check_page(src, i, p, collections):
     for j, flt in enumerate(p.get("filters") or []):
         if flt.get("widget") not in FILTER_WIDGETS: _fail(src, f"{where}.filters[{j}].widget", f"unknown control kind {flt.get('widget')!r}")
         if flt.get("field") not in fields: _fail(src, f"{where}.filters[{j}].field", f"broken reference to field {flt.get('field')!r}")
-    for k in ("tabs", "group", "copy", "order"):
+    for k in ("tabs", "group", "copy", "order", "live"):
         if p.get(k) and p[k] not in fields: _fail(src, f"{where}.{k}", f"broken reference to field {p[k]!r} of {c}")
     if p.get("delete") not in (None, False, True, "confirm"):      # confirm: a modal dialog asks first (kind modal_dialog)
         _fail(src, f"{where}.delete", f"true, false or confirm, not {p['delete']!r}")
     if p.get("more") not in (None, False, True): _fail(src, f"{where}.more", f"true or false, not {p['more']!r}")
     for name in p.get("autocomplete") or []:                      # a combobox stands for a reference's dropdown
         if fields.get(name, {}).get("type") != "ref": _fail(src, f"{where}.autocomplete", f"{name!r} is not a reference field of {c}")
+
+# %% ../../nbs/world/02a_specs.ipynb #b20db9ef
+def _check_menubar(src, bar, kinds):
+    "A menu bar: sections, each a list of pages a visitor opens (not home, not login)."
+    if bar is None: return
+    if not isinstance(bar, dict) or not bar: _fail(src, "menubar", "a mapping of section names to lists of page ids")
+    for sec, ids in bar.items():
+        if not isinstance(ids, list) or not ids: _fail(src, f"menubar.{sec}", "a list of page ids")
+        for pid in ids:
+            if kinds.get(pid) in (None, "home", "login"): _fail(src, f"menubar.{sec}", f"{pid!r} is not a page to open from a menu")
 
 # %% ../../nbs/world/02a_specs.ipynb #9f891148
 def validate_spec(spec: dict, src="<spec>") -> dict:
@@ -124,4 +134,5 @@ def validate_spec(spec: dict, src="<spec>") -> dict:
     dup = {i for i in ids if ids.count(i) > 1}
     if dup: _fail(src, "pages", f"duplicate page ids {sorted(dup)}")
     if sum(p["kind"] == "home" for p in spec["pages"]) != 1: _fail(src, "pages", "exactly one home page")
+    _check_menubar(src, spec.get("menubar"), {p["id"]: p["kind"] for p in spec["pages"]})
     return spec
