@@ -1014,6 +1014,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                        'webmix/eval/policy_prompt.py'),
                                            'webmix.eval.policy_prompt.look': ( 'eval/policy_prompt.html#look',
                                                                                'webmix/eval/policy_prompt.py'),
+                                           'webmix.eval.policy_prompt.mechanic_look': ( 'eval/policy_prompt.html#mechanic_look',
+                                                                                        'webmix/eval/policy_prompt.py'),
                                            'webmix.eval.policy_prompt.minimal_instance': ( 'eval/policy_prompt.html#minimal_instance',
                                                                                            'webmix/eval/policy_prompt.py'),
                                            'webmix.eval.policy_prompt.option_words': ( 'eval/policy_prompt.html#option_words',

@@ -280,6 +280,8 @@ def step_action(ep, c, s):
     do, n = s["do"], ep.items[c][1]
     if do == "goto": return goto_action(ep, c, s)
     if do in ("drag", "draw"): return gesture_action(ep, c, s)
+    if do == "wait":                              # a busy button's request: browser-use's wait sleeps `seconds` - 1
+        return ep.say("wait", {"seconds": 2}, "Wait for the page to show the result.", f"act {c}")
     el, unknown = step_element(ep, s)
     if unknown: return give_up(ep, c, s, unknown)
     if el is None: return look_further(ep, c, s)

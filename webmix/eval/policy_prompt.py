@@ -8,7 +8,7 @@ __all__ = ['ELEMENT_LINE', 'ATTR_KEY', 'PAGE_MARKS', 'MARK', 'MARK_RE', 'SUBMIT_
            'parse_attrs', 'listed_lines', 'parse_elements', 'scroll_room', 'current_url', 'start_url', 'file_paths',
            'history_marks', 'look', 'same_text', 'words_for', 'fits', 'find_listed', 'site_of', 'control_of', 'record',
            'list_page', 'row_title', 'option_words', 'crumb_text', 'file_look', 'selector_look', 'link_look',
-           'control_look', 'step_look', 'page_links', 'page_link', 'minimal_instance', 'agent_reply']
+           'mechanic_look', 'control_look', 'step_look', 'page_links', 'page_link', 'minimal_instance', 'agent_reply']
 
 # %% ../../nbs/eval/02a_policy_prompt.ipynb #e21e7124
 import re
@@ -256,6 +256,19 @@ def link_look(s, c, site):
     if k == "file_download": return look("a", "Export CSV") if v is None else file_look(site, c, v)
     return None
 
+# %% ../../nbs/eval/02a_policy_prompt.ipynb #c2278d1b
+def mechanic_look(s, c):
+    "The element of a step on an autocomplete, load_more, menu_bar or busy_button control (None for other kinds)."
+    k, part, v = c.kind, s.get("part"), s.get("value")
+    if k == "autocomplete" and part == "option": return look("li", str(v))
+    if k == "load_more": return look("a", "Load more")
+    if k == "menu_bar" and part == "section": return look("button", f"{v} ▾")
+    if k == "menu_bar":
+        o = next((o for o in c.options if o["value"] == v), None)
+        return None if o is None else look("a", o["text"], after=look("button", f"{o['section']} ▾"))
+    if k == "busy_button": return look("button", c.label)
+    return None
+
 # %% ../../nbs/eval/02a_policy_prompt.ipynb #73c60aa3
 def control_look(s, c, site):
     "What the element of step `s` on control `c` shows (None: the policy does not know this kind of element)."
@@ -269,6 +282,8 @@ def control_look(s, c, site):
     if do in ("fill", "select", "upload", "check"): return look(FIELD_TAGS, id=c.control_id)
     if k == "modal_dialog" and part in DIALOG_TEXT:    # the dialog's own buttons come after its question
         return look("button", DIALOG_TEXT[part], after=look(None, "This cannot be undone."))
+    mechanic = mechanic_look(s, c)
+    if mechanic is not None: return mechanic
     if k in BUTTON_TEXT: return look("button", BUTTON_TEXT[k])
     if k == "copy_button":
         on_record = "/1" in c.page                # a record page has one; a list has one per row, after the row's first column
