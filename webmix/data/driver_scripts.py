@@ -45,8 +45,8 @@ def form_steps(t) -> list:
         cid = f"{o['form']}-{fn}"
         if kinds.get(cid) == "dropdown": out.append({"do": "select", "control_id": cid, "value": text, "text": text})
         elif kinds.get(cid) == "autocomplete":       # typed, then chosen among the suggestions
-            out += [{"do": "fill", "control_id": cid, "part": "query", "value": text},
-                    {"do": "click", "control_id": cid, "part": "option", "value": text}]
+            out += [{"do": "fill", "control_id": cid, "part": "query", "value": text},      # the option's value is the record's id
+                    {"do": "click", "control_id": cid, "part": "option", "value": str(t["check"]["fields"][fn]), "text": text}]
         elif kinds.get(cid) == "checkbox": out.append({"do": "check", "control_id": cid, "on": text == "yes"})
         else: out.append({"do": "fill", "control_id": cid, "value": text})
     return out + [{"do": "click", "control_id": o["form"]}]

@@ -260,7 +260,7 @@ def link_look(s, c, site):
 def mechanic_look(s, c):
     "The element of a step on an autocomplete, load_more, menu_bar or busy_button control (None for other kinds)."
     k, part, v = c.kind, s.get("part"), s.get("value")
-    if k == "autocomplete" and part == "option": return look("li", str(v))
+    if k == "autocomplete" and part == "option": return look("li", s.get("text") or str(v))
     if k == "load_more": return look("a", "Load more")
     if k == "menu_bar" and part == "section": return look("button", f"{v} ▾")
     if k == "menu_bar":
