@@ -478,27 +478,45 @@ async def read_while_busy(lv, t):
     async for s in D.finish(lv, f"It shows {shown}.", answer=shown): yield s
 
 
+async def accept_the_other(lv, t):
+    "The wrong way on a cookie banner: press the other button than the one the task asks for."
+    cid, other = t["control"]["control_id"], "all" if t["option"]["value"] == "necessary" else "necessary"
+    async for s in D.click(lv, cid, "the other button", "Answering the banner.", "answered", value=other, tag="button"): yield s
+    async for s in D.finish(lv, "Answered."): yield s
+
+
+async def read_after_it_faded(lv, t):
+    "The wrong way on a toast: create the record, look away for eight seconds, then report what the toast shows."
+    async for s in D.fill_form(lv, t): yield s
+    for _ in range(2): yield D.step("wait", {"seconds": 5}, memory="Waiting.", goal="Wait", after="waited")
+    shown = await lv.text_of(D.css(t["control"]["control_id"], part="message", tag="p"))
+    async for s in D.finish(lv, f"It shows {shown!r}.", answer=shown or "no code"): yield s
+
+
 NEW_MECHANICS = {"fix_inline_error": (("hr", "mail"), submit_as_said),
                  "pick_from_suggestions": (("hr", "library"), pick_another_suggestion),
                  "load_more_rows": (("bank", "tracker"), open_first_listed),
                  "open_submenu_item": (("bank", "realestate"), open_a_neighbour),
-                 "read_live_value": (("travel", "events"), read_while_busy)}
+                 "read_live_value": (("travel", "events"), read_while_busy),
+                 "answer_cookie_banner": (("library", "events"), accept_the_other),
+                 "read_toast": (("calendar", "tracker"), read_after_it_faded)}
 
 
 def test_real_web_mechanics_are_driven_right_and_fail_when_done_wrong(tmp_path):
-    """Five mechanics in Chromium, two sites each: a formatted field refused with an inline error and written again
+    """Seven mechanics in Chromium, two sites each: a formatted field refused with an inline error and written again
     in its format, a record picked from an autocomplete box's suggestions, a record reached through a list's Load more
     button, a page opened from a menu bar's submenu, a value fetched by a button that is disabled while its slow
-    request runs. Each scripted driver is kept; a wrong driver (the value left as the task said it, another suggestion
-    picked, the first listed record opened, a neighbouring submenu page opened, the value read while the button was
-    busy) fails its check."""
+    request runs, a cookie banner answered as asked, a confirmation code read off a toast before it fades. Each
+    scripted driver is kept; a wrong driver (the value left as the task said it, another suggestion picked, the first
+    listed record opened, a neighbouring submenu page opened, the value read while the button was busy, the other
+    banner button, the toast read after it faded) fails its check."""
     tasks = [next(t for t in make_tasks(site) if t["macro"] == m) for m, (sites, _) in NEW_MECHANICS.items() for site in sites]
     run_datagen(tmp_path / "right", tasks=tasks, ports=tuple(free_ports(1)), workers=1, progress=False)
     with pytest.MonkeyPatch.context() as mp:
         for m, (_, wrong) in NEW_MECHANICS.items(): mp.setitem(D.DRIVERS, m, wrong)
         run_datagen(tmp_path / "wrong", tasks=tasks, ports=tuple(free_ports(1)), workers=1, progress=False)
     right, wrong = read_results(tmp_path / "right"), read_results(tmp_path / "wrong")
-    assert len(right) == len(wrong) == 10 and all(r["ok"] for r in right), [r["cause"] for r in right]
+    assert len(right) == len(wrong) == 2 * len(NEW_MECHANICS) and all(r["ok"] for r in right), [r["cause"] for r in right]
     assert not any(r["ok"] for r in wrong), [r["cause"] for r in wrong]
     steps = {d.name.split("-")[1]: json.loads((d / "trajectory.json").read_text())["steps"] for d in kept(tmp_path / "right").values()}
     fix = [s for s in steps["fix_inline_error"] if s["action"] == "input"]
@@ -507,3 +525,4 @@ def test_real_web_mechanics_are_driven_right_and_fail_when_done_wrong(tmp_path):
     assert sum(s["action"] == "click" for s in steps["load_more_rows"]) >= 2
     assert [s["element"].get("part") for s in steps["open_submenu_item"] if s["action"] == "click"] == ["section", None]
     assert [s for s in steps["read_live_value"] if s["action"] == "wait"], "the value came after the button was busy"
+    assert [s["element"]["attributes"].get("data-value") for s in steps["answer_cookie_banner"] if s["action"] == "click"] in (["all"], ["necessary"])

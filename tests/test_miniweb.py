@@ -26,7 +26,8 @@ STREAMS = ("log", "changes", "clipboard", "record")
 CONTROL_KINDS = ["dropdown", "checkbox", "radio", "tabs", "date_picker", "pagination", "search", "text_field", "comment",
                   "create_form", "edit_form", "delete_form", "modal_dialog", "login_form", "logout", "menu", "breadcrumb", "detail_link",
                   "home_link", "drag_reorder", "slider", "signature_pad", "copy_button", "file_upload", "file_download",
-                  "sort", "date_range", "formatted_field", "autocomplete", "load_more", "menu_bar", "busy_button"]
+                  "sort", "date_range", "formatted_field", "autocomplete", "load_more", "menu_bar", "busy_button",
+                  "consent_banner", "toast"]
 BROWSER_KINDS = ["drag_reorder", "signature_pad", "copy_button", "file_upload"]
 HTTP_KINDS = [k for k in CONTROL_KINDS if k not in BROWSER_KINDS]
 TEMPLATE_ERRORS = ("Traceback", "jinja2", "UndefinedError", "TemplateSyntaxError", "Internal Server Error", "{{", "{%")
@@ -506,6 +507,37 @@ def do_live(a, site, ctl):
     assert [e["path"] for e in a.new(m, "log")] == [button["attrs"]["data-live"]] and a.new(m, "changes") == []
     return []
 
+def do_consent(a, site, ctl):
+    "A cookie banner (a session started with the consent flag): on every page until answered; the choice is posted and kept."
+    home = site_url(site)
+    page, idx = button_form(a, site, "/", ctl["control_id"])
+    assert sorted(e["attrs"]["data-value"] for e in page.ctl(ctl["control_id"])) == ["all", "necessary"]
+    assert a.page(site_url(site, page_path(next(p for p in SITES[site].spec["pages"] if p["kind"] == "list")))).ctl(ctl["control_id"])
+    m = a.mark()
+    r = a.post(page.form_action(idx), dict(page.form_data(idx)) | {"choice": "necessary"})
+    assert r.status_code in (302, 303) and urlsplit(r.headers["Location"]).path == home
+    assert [(e["method"], e["path"], e["form"]) for e in a.new(m, "log")] == [("POST", site_url(site, "/consent"), {"choice": "necessary", "next": home})]
+    assert not a.page(home).ctl(ctl["control_id"]) and a.new(m, "changes") == []
+    assert a.post(page.form_action(idx), dict(page.form_data(idx)) | {"choice": "maybe"}).status_code == 400
+    def probe(b): assert b.page(home).ctl(ctl["control_id"]), "the other session's banner was answered too"
+    return [probe]
+
+def do_toast(a, site, ctl):
+    "A toast: a created record's page confirms it once, with the code of its id; the next visit shows no toast."
+    from webmix.world.pages import confirmation_code
+    form = control(site, ctl["extra"]["form"])
+    n = len(seeded(site, form["collection"]))
+    r, _, _ = submit(a, site, form, fill_create(site, form, f"{site}-toast"))
+    assert r.status_code in (302, 303), r.status_code
+    path = urlsplit(r.headers["Location"]).path
+    toast = [e for e in a.page(path).ctl(ctl["control_id"]) if e["attrs"].get("data-part") == "message"]
+    code = confirmation_code(SITES[site], form["collection"], n + 1)
+    assert len(toast) == 1 and toast[0]["text"].strip().endswith(f"Confirmation {code}."), toast
+    again = a.page(path).ctl(ctl["control_id"])
+    assert [e["attrs"].get("data-part") for e in again] == [None], "the toast shows once"
+    def probe(b): assert b.get(path).status_code == 404
+    return [probe]
+
 def do_download(a, site, ctl):
     page = a.page(site_url(site, ctl["page"]))
     links = page.ctl(ctl["control_id"])
@@ -694,8 +726,9 @@ HANDLERS = {"dropdown": do_dropdown, "checkbox": do_checkbox, "radio": do_filter
             "logout": do_logout, "menu": do_nav, "breadcrumb": do_nav, "detail_link": do_nav, "home_link": do_nav,
             "slider": do_slider, "file_download": do_download, "sort": do_sort, "date_range": do_date_range,
             "formatted_field": do_formatted, "autocomplete": do_autocomplete, "load_more": do_load_more, "menu_bar": do_nav,
-            "busy_button": do_live}
-SESSION_FLAGS = {"login_form": {"logout": "1"}}          # both sessions of a login test start logged out
+            "busy_button": do_live, "consent_banner": do_consent, "toast": do_toast}
+SESSION_FLAGS = {"login_form": {"logout": "1"},           # both sessions of a login test start logged out
+                 "consent_banner": {"consent": "ask"}}      # and both of a cookie banner's test are asked
 
 
 # ================================================================ tests
@@ -710,7 +743,7 @@ def sitemaps(base):
 
 
 def test_every_sitemap_page_renders_with_its_controls(base, sitemaps):
-    a = Client(base)
+    a = Client(base, consent="ask")                       # so the sites that ask about cookies show their banner
     portal = a.page("/")
     assert sorted(e["attrs"]["data-app"] for e in portal.els if e["attrs"].get("data-app")) == sorted(sitemaps)
     for site, sm in sitemaps.items():

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from ..world.catalog import CHAIN_FIRST, CHAIN_SECOND, URL_STATE
 
 # %% ../../nbs/data/07_chains.ipynb #31b33e4b
-FLAGGED = {"login", "logout", "cart"}   # control roles whose tasks need session flags set before they start
+FLAGGED = {"login", "logout", "cart", "consent"}   # control roles whose tasks need session flags set before they start
 
 def _path(url):
     "The path of a URL or site path, without a trailing slash and query string."

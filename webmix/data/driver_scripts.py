@@ -87,6 +87,8 @@ DRIVER_SCRIPTS = {   # macro -> (steps of its task, the answer its done gives or
     "delete_entry": lambda t: (_click(t), None),
     "pick_from_suggestions": lambda t: (form_steps(t), None),
     "fix_inline_error": lambda t: (_fix_steps(t), None),
+    "answer_cookie_banner": lambda t: (_click(t, value=t["option"]["value"]), None),
+    "read_toast": lambda t: (form_steps(t), t["option"]["code"]),
     "open_submenu_item": lambda t: (_click(t, part="section", value=t["option"]["section"]) + _click(t, value=t["option"]["value"]), None),
     "read_live_value": lambda t: (_click(t) + [{"do": "wait", "control_id": t["control"]["control_id"], "part": "result"}], _answer(t["check"])),
     "load_more_rows": lambda t: ([{"do": "click", "control_id": t["control"]["control_id"], "value": str(k + 2)}

@@ -8,8 +8,8 @@ __all__ = ['ANY', 'BOX_JS', 'DESCRIBE_JS', 'THUMB_PX', 'SIGNATURE', 'DRIVERS', '
            'event_target', 'css', 'Live', 'step', 'until', 'locate', 'into_view', 'settle', 'finish', 'click', 'submit',
            'type_into', 'query_holds', 'drag_slider', 'apply_list', 'drive_list', 'drive_count', 'drive_report',
            'drive_detail', 'drive_copy', 'drive_download', 'drive_upload', 'saved', 'pick_suggestion', 'fill_form',
-           'drive_form', 'drive_delete', 'drive_fix', 'drive_load_more', 'drive_submenu', 'drive_live', 'drive_comment',
-           'drive_login', 'drive_logout', 'drive_nav', 'drive_board', 'drive_signature']
+           'drive_form', 'drive_delete', 'drive_comment', 'drive_login', 'drive_logout', 'drive_nav', 'drive_board',
+           'drive_signature']
 
 # %% ../../nbs/data/03_drivers.ipynb #c20bcf09
 from ..agents import harness as H
@@ -432,64 +432,6 @@ async def drive_delete(lv, t):
     async for s in settle(lv, lambda: lv.path != start, f"the list without {o['title']}"): yield s
     async for s in finish(lv, f"Deleted {o['title']}."): yield s
 
-# %% ../../nbs/data/03_drivers.ipynb #1fb8e405
-async def drive_fix(lv, t):
-    "Type the value as the task says it, submit, read the inline error, write the value in its format and submit again."
-    o, start = t["option"], lv.path
-    (fn, value), = o["fields"]
-    cid, what = f"{o['form']}-{fn}", f"the {fn.replace('_', ' ')} field"
-    async for s in type_into(lv, cid, what, o["said"], f"Task: {short(t['instruction'], 70)} Typing the new value as given."): yield s
-    async for s in click(lv, o["form"], "the submit button", "The value is typed; submitting the form.", "the form is sent",
-                         tag="button"): yield s
-    error = f'[data-error-for={json.dumps(fn)}]'
-    async for s in settle(lv, lambda: lv.text_of(error), "the form's answer"): yield s
-    said = await lv.text_of(error)
-    async for s in type_into(lv, cid, what, value, f"The site refused it: {said} Writing it as {value}."): yield s
-    async for s in click(lv, o["form"], "the submit button", f"{what[4:].capitalize()} now reads {value}; submitting again.",
-                         "the form is saved", tag="button"): yield s
-    async for s in saved(lv, start): yield s
-    async for s in finish(lv, f"Saved {o['title']}: {fn.replace('_', ' ')} {value}."): yield s
-
-# %% ../../nbs/data/03_drivers.ipynb #e576819a
-async def drive_load_more(lv, t):
-    o, cid = t["option"], t["control"]["control_id"]
-    link, links = css(o["detail"], o["record"], tag="a"), css(o["detail"], tag="a")
-    count = lambda: lv.js(f"document.querySelectorAll({json.dumps(links)}).length")
-    for k in range(o["presses"] + 1):
-        if await lv.js(f"!!document.querySelector({json.dumps(link)})"): break
-        n = await count()
-        async for s in click(lv, cid, "the Load more button", f"Task: {short(t['instruction'])} {o['title']} is not listed yet"
-                             f" ({n} rows shown); loading more.", "more rows are listed", tag="a"): yield s
-        async def grew(n=n): return await count() > n
-        async for s in settle(lv, grew, "more rows"): yield s
-    async for s in click(lv, o["detail"], f"the link of {o['title']}", f"{o['title']} is listed now; opening it.",
-                         f"the page of {o['title']} is open", value=o["record"], tag="a"): yield s
-    async for s in settle(lv, lambda: lv.path == t["check"]["path"], f"the page of {o['title']}"): yield s
-    async for s in finish(lv, f"The page of {o['title']} is open."): yield s
-
-# %% ../../nbs/data/03_drivers.ipynb #5482c176
-async def drive_submenu(lv, t):
-    o, cid = t["option"], t["control"]["control_id"]
-    async for s in click(lv, cid, f"the {o['section']} menu", f"Task: {short(t['instruction'])} {o['text']} is under"
-                         f" {o['section']} in the menu bar.", f"the {o['section']} submenu is open", part="section", value=o["section"]): yield s
-    async for s in settle(lv, lambda: lv.find(cid, value=o["value"], tag="a") is not None, f"the {o['section']} submenu"): yield s
-    async for s in click(lv, cid, f"the {o['text']} item", f"The {o['section']} submenu is open; choosing {o['text']}.",
-                         f"{o['text']} is open", value=o["value"], tag="a"): yield s
-    async for s in settle(lv, lambda: lv.path == t["check"]["path"].rstrip("/"), f"the page {o['text']}"): yield s
-    async for s in finish(lv, f"The page {o['text']} is open."): yield s
-
-# %% ../../nbs/data/03_drivers.ipynb #c133504c
-async def drive_live(lv, t):
-    o, cid = t["option"], t["control"]["control_id"]
-    button, result = css(cid, tag="button"), css(cid, part="result", tag="output")
-    async for s in click(lv, cid, f"the {t['control']['label']} button", f"Task: {short(t['instruction'])} The page shows"
-                         f" no {o['field'].replace('_', ' ')} until it is checked.", "the check is running", tag="button"): yield s
-    done = lambda: lv.js(f"(() => {{ const b = document.querySelector({json.dumps(button)}), r = document.querySelector({json.dumps(result)});"
-                         " return !!b && !b.disabled && !!r && !['—', '…'].includes(r.textContent.trim()); })()")
-    async for s in settle(lv, done, "the checked value (the button is busy)", seconds=2): yield s
-    value = await lv.text_of(result)
-    async for s in finish(lv, f"{o['title']} shows {o['field'].replace('_', ' ')}: {value}.", answer=value): yield s
-
 # %% ../../nbs/data/03_drivers.ipynb #0d2b011f
 async def drive_comment(lv, t):
     o, cid = t["option"], t["control"]["control_id"]
@@ -573,15 +515,13 @@ async def drive_signature(lv, t):
     async for s in finish(lv, f"Signed as {o['signer']} and saved."): yield s
 
 # %% ../../nbs/data/03_drivers.ipynb #52c252f4
-DRIVERS = {
+DRIVERS = {      # macro -> its driver; data.mechanics adds the real-web mechanics'
     **{m: drive_list for m in ("filter_by_dropdown", "filter_by_options", "filter_by_slider", "filter_by_date_range",
                                "sort_by_form", "switch_tab", "paginate", "search_by_text")},
     "count_entries": drive_count, "report_information": drive_report, "open_detail": drive_detail,
     "copy_to_clipboard": drive_copy, "download_file": drive_download, "upload_file": drive_upload,
     **{m: drive_form for m in ("create_entry", "edit_entry", "pick_date", "select_field_option", "enter_text",
                                "pick_from_suggestions")},
-    "fix_inline_error": drive_fix, "load_more_rows": drive_load_more, "open_submenu_item": drive_submenu,
-    "read_live_value": drive_live,
     "delete_entry": drive_delete, "confirm_in_dialog": drive_delete, "add_comment": drive_comment,
     "authenticate_by_form": drive_login,
     "log_out": drive_logout, **{m: drive_nav for m in ("navigate_home", "follow_breadcrumb", "open_menu_item")},

@@ -7,8 +7,8 @@ __all__ = ['MAKERS', 'ASKABLE', 'maker', 'make_choice', 'make_slider', 'make_dat
            'make_count', 'answer_check', 'listed_row', 'make_report', 'make_open_detail', 'make_copy', 'make_download',
            'upload_name', 'make_upload', 'form_fields', 'create_task', 'new_record', 'make_create', 'edit_task',
            'make_edit', 'make_field', 'make_fix', 'make_load_more', 'make_delete', 'make_comment', 'make_login',
-           'make_logout', 'make_home', 'crumbs', 'make_crumb', 'make_menu', 'make_submenu', 'make_live', 'make_board',
-           'make_signature']
+           'make_logout', 'make_home', 'crumbs', 'make_crumb', 'make_menu', 'make_submenu', 'make_live', 'make_consent',
+           'make_toast', 'make_board', 'make_signature']
 
 # %% ../../nbs/data/02b_makers.ipynb #46abd103
 import re
@@ -20,6 +20,7 @@ from ..world.specs import USER
 from ..world.pages import fmt_value
 from .wording import COMMENTS, PEOPLE, lower_label, new_value, quoted, shown, stored
 from ..world.specs import loose_format
+from ..world.pages import confirmation_code
 from .task_context import (filter_query, list_rows, make_task, option_text, page_rows, pick_prefix,
                                       prefixed_option, query_url, req)
 
@@ -421,6 +422,35 @@ def make_live(ctx):
     if row is None or not ctx.on_record: return None
     return make_task(ctx, ctx.say("read_live_value", label=ctx.lab(fn), title=ctx.title(row)), ctx.record_path(row["id"]),
                      {"record": row["id"], "title": ctx.title(row), "field": fn}, answer_check(ctx, fn, row), scope=[ctx.cname])
+
+# %% ../../nbs/data/02b_makers.ipynb #6ff20bea
+@maker("answer_cookie_banner")
+def make_consent(ctx):
+    o = ctx.pick(ctx.c["options"])
+    pages = [p for p in ctx.smap["pages"] if p["kind"] in ("home", "list", "info")]
+    start = ctx.pick(pages)
+    if o is None or start is None: return None
+    key = "answer_cookie_banner" if o["value"] == "necessary" else "answer_cookie_banner_all"
+    task = make_task(ctx, ctx.say(key, site=ctx.site.title), ctx.site.url(start["path"]), dict(o),
+                     req(ctx.site.url("/consent"), form={"choice": o["value"]}, method="POST"), scope=[])
+    task["control"]["prep"] = dict(ctx.c.get("extra", {}).get("flags") or {})
+    return task
+
+# %% ../../nbs/data/02b_makers.ipynb #a2ef1884
+@maker("read_toast")
+def make_toast(ctx):
+    form = ctx.c.get("extra", {}).get("form", "")
+    fields = form_fields(ctx, form)
+    if not fields: return None
+    pairs = new_record(ctx, fields)
+    task = create_task(ctx, form, pairs, macro="read_toast")
+    rid = max((r["id"] for r in ctx.rows()), default=0) + 1          # a fresh session's next record
+    code = confirmation_code(ctx.site, ctx.cname, rid)
+    a_item = ("an " if ctx.item[:1] in "aeiou" else "a ") + ctx.item
+    task["instruction"] = ctx.say("read_toast", a_item=a_item, fields=_phrase(ctx, pairs))
+    task["check"], task["verifier"] = {"kind": "answer", "match": "exact", "value": code}, {"checks": [task["check"]]}
+    task["option"]["code"] = code
+    return task
 
 # %% ../../nbs/data/02b_makers.ipynb #46f5295f
 @maker("reorder_by_drag")

@@ -10,6 +10,7 @@ from ..agents import harness as H
 from ..agents import session as HS
 from ..config import short
 from .drivers import DRIVERS, DriverError, Live, descriptor, event_target, step
+from . import mechanics      # registers the real-web mechanics' drivers in DRIVERS
 
 # %% ../../nbs/data/03a_scripted_model.ipynb #ee94b633
 EVENT_ACTIONS = {"click": "click", "select_dropdown": "select", "input": "type", "drag": "drag", "draw": "draw",

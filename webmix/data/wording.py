@@ -141,6 +141,19 @@ TEMPLATES = {
         "Check the live {label} of {title} and tell me.",
         "Right now, what does {title} show for {label}?",
         "Look up the up-to-date {label} of {title}."],
+    "answer_cookie_banner": [
+        "{site} asks about cookies: allow only the necessary ones.",
+        "Turn down the optional cookies {site} asks about.",
+        "Answer the cookie question on {site}: necessary cookies only.",
+        "When {site} asks about cookies, refuse everything but the necessary ones."],
+    "answer_cookie_banner_all": [
+        "{site} asks about cookies: accept them all.",
+        "Accept all the cookies {site} asks about.",
+        "Answer the cookie question on {site} by accepting everything."],
+    "read_toast": [
+        "Add {a_item} with {fields}, then tell me the confirmation code the site gives.",
+        "Create {a_item} ({fields}) and report its confirmation code.",
+        "Please add {a_item}: {fields}. What confirmation code does the site show?"],
     "load_more_rows": [
         "Find {title} among the {items} and open it.",
         "Open {title}; it is further down the {items} list.",

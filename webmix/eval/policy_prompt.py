@@ -258,7 +258,7 @@ def link_look(s, c, site):
 
 # %% ../../nbs/eval/02a_policy_prompt.ipynb #c2278d1b
 def mechanic_look(s, c):
-    "The element of a step on an autocomplete, load_more, menu_bar or busy_button control (None for other kinds)."
+    "The element of a step on an autocomplete, load_more, menu_bar, busy_button or consent_banner control (else None)."
     k, part, v = c.kind, s.get("part"), s.get("value")
     if k == "autocomplete" and part == "option": return look("li", s.get("text") or str(v))
     if k == "load_more": return look("a", "Load more")
@@ -267,6 +267,7 @@ def mechanic_look(s, c):
         o = next((o for o in c.options if o["value"] == v), None)
         return None if o is None else look("a", o["text"], after=look("button", f"{o['section']} ▾"))
     if k == "busy_button": return look("button", c.label)
+    if k == "consent_banner": return look("button", next((o["text"] for o in c.options if o["value"] == v), None))
     return None
 
 # %% ../../nbs/eval/02a_policy_prompt.ipynb #73c60aa3

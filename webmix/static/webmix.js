@@ -152,3 +152,7 @@ document.addEventListener("click", function (e) {      // a menu bar: a section'
     o.nextElementSibling.hidden = !open;
   });
 });
+document.querySelectorAll(".toast").forEach(function (t) {      // a toast fades after five seconds, then is gone
+  setTimeout(function () { t.classList.add("fading"); }, 5000);
+  setTimeout(function () { t.remove(); }, 6000);
+});

@@ -97,7 +97,8 @@ def _variant(v):
     if n is None or not 0 <= int(n) <= MAX_VARIANT: raise ValueError(v)
     return int(n)
 
-FLAG_PARSERS = {"logout": lambda v: v in ("1", "true", "yes"), "cart": _cart_item, "variant": _variant}
+FLAG_PARSERS = {"logout": lambda v: v in ("1", "true", "yes"), "cart": _cart_item, "variant": _variant,
+                "consent": lambda v: v in ("1", "true", "yes", "ask")}      # a site with `consent: true` asks about cookies
 
 # %% ../../nbs/world/02g_admin.ipynb #c30cc890
 def _admin_routes(app, sites, store, key):

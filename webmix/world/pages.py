@@ -4,13 +4,13 @@
 
 # %% auto #0
 __all__ = ['NEXT_SAFE', 'SUGGESTIONS', 'LIVE_DELAY', 'PAGE_VIEWS', 'MAX_UPLOADS', 'MAX_UPLOAD_BYTES', 'MEDIA_TYPE', 'fmt_value',
-           'css_value', 'render', 'dispatch', 'view_home', 'view_info', 'view_login', 'safe_next', 'view_list',
-           'suggest', 'live_value', 'view_list_tail', 'view_detail', 'add_comment', 'edit_form', 'defaults_for',
-           'export_csv', 'view_board', 'board_move', 'view_signature', 'view_upload', 'upload_download',
-           'upload_refusal', 'upload_type']
+           'css_value', 'render', 'asks_consent', 'answer_consent', 'confirmation_code', 'dispatch', 'view_home',
+           'view_info', 'view_login', 'safe_next', 'view_list', 'suggest', 'live_value', 'view_list_tail',
+           'view_detail', 'add_comment', 'edit_form', 'defaults_for', 'export_csv', 'view_board', 'board_move',
+           'view_signature', 'view_upload', 'upload_download', 'upload_refusal', 'upload_type']
 
 # %% ../../nbs/world/02f_pages.ipynb #d5b8294c
-import csv, io, json, re, time
+import csv, hashlib, io, json, re, time
 from datetime import date
 from pathlib import Path
 from urllib.parse import quote, unquote, urlencode, urlsplit
@@ -53,6 +53,7 @@ def render(site, by_page, key, template, crumbs=(), status=200, **ctx):
     for c in ctl.values(): by_kind.setdefault(c.kind, []).append(c)
     html = render_template(template, site=site, C=ctl, by_kind=by_kind, crumbs=[("Home", site.url())] + list(crumbs),
                            csrf=g.sess.csrf, logged_in=g.sess.logged_in(site), pages=site.spec["pages"], page_path=page_path,
+                           consent=asks_consent(site), toast=g.sess.toasts.pop(site.name, None),
                            **_chrome(site, variant_of(g.sess.flags.get("variant", 0), site.name)), **ctx)
     return html, status
 
@@ -66,12 +67,30 @@ def _login_first(site):
         back = ref.path + (f"?{ref.query}" if ref.query else "") if ref.path.startswith(site.url()) else site.url()
     return redirect((site.login_url or site.url()) + "?" + urlencode({"next": back}))
 
+# %% ../../nbs/world/02f_pages.ipynb #85e7f2fc
+def asks_consent(site) -> bool:
+    "Does this page show the cookie banner (the site asks, the session was started asking, no choice made yet)?"
+    return bool(site.spec.get("consent") and g.sess.flags.get("consent") and site.name not in g.sess.consent)
+
+def answer_consent(site):
+    "The banner's choice (all or necessary), kept for the session's visits to this site; back to the page it was on."
+    choice = request.form.get("choice")
+    if choice not in ("all", "necessary"): abort(400, "choice must be all or necessary")
+    g.sess.consent[site.name] = choice
+    return redirect(safe_next(site, request.form.get("next")))
+
+# %% ../../nbs/world/02f_pages.ipynb #ac3ef078
+def confirmation_code(site, cname, rid) -> str:
+    "The code a toast confirms a created record with."
+    return hashlib.sha256(f"{site.name}/{cname}/{rid}".encode()).hexdigest()[:6].upper()
+
 # %% ../../nbs/world/02f_pages.ipynb #24b56bb1
 def dispatch(site, by_page, rest):
     if rest == "/": return view_home(site, by_page)
     if rest == "/logout" and request.method == "POST":
         g.sess.logged_out.add(site.name)
         return redirect(site.url())
+    if rest == "/consent" and request.method == "POST" and site.spec.get("consent"): return answer_consent(site)
     for p in site.spec["pages"]:
         if p["kind"] == "home": continue
         base = page_path(p)
@@ -221,6 +240,8 @@ def edit_form(site, by_page, p, row):
         if not errors:
             if row is None: clean = {**defaults_for(site, cname, fields), **clean}
             rid = db_create(g.sess, site, cname, clean) if row is None else db_update(g.sess, site, cname, row["id"], clean)["id"]
+            if row is None and p.get("toast"):
+                g.sess.toasts[site.name] = f"Created “{site.title_of(cname, {**clean, 'id': rid})}”. Confirmation {confirmation_code(site, cname, rid)}."
             return redirect(site.url(f"{base}/{rid}") if p.get("detail") else site.url(base))
         values = {fn: request.form.get(fn, "") for fn in fields}
     title = f"New {p.get('title', cname).lower()} entry" if row is None else f"Edit {site.title_of(cname, row)}"

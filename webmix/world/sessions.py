@@ -18,6 +18,7 @@ class Session:
         self.dbs, self.blobs, self.lock = {}, {}, threading.RLock()
         self.log, self.changes, self.clipboard, self.record = [], [], [], []
         self.report_bytes = {"record": 0, "clipboard": 0}     # bytes posted into those two streams (see MAX_REPORTS_BYTES)
+        self.consent, self.toasts = {}, {}        # per site: the cookie choice made; the toast the next page shows once
 
     def db(self, site):
         if site.name not in self.dbs:

@@ -59,13 +59,14 @@ def _known(src, where, d, allowed):
     if extra: _fail(src, where, f"unknown key(s) {sorted(extra)}; allowed: {sorted(allowed)}")
 
 # %% ../../nbs/world/02a_specs.ipynb #a16d1c3a
-SITE_KEYS = {"name", "title", "doc", "theme", "collections", "pages", "menu", "login_required", "menubar"}
+SITE_KEYS = {"name", "title", "doc", "theme", "collections", "pages", "menu", "login_required", "menubar", "consent"}
 FIELD_KEYS = {"type", "label", "required", "options", "min", "max", "to", "gen", "unique", "hidden", "step", "default",
               "format"}
 COLLECTION_KEYS = {"label", "title_field", "fields", "rows", "order"}
 PAGE_KEYS = {"id", "path", "kind", "title", "collection", "columns", "filters", "search", "sort", "tabs",
              "per_page", "detail", "create", "edit", "delete", "comments", "copy", "download", "group",
-             "order", "text", "facts", "fields", "more", "autocomplete", "live"}
+             "order", "text", "facts", "fields", "more", "autocomplete", "live",
+             "toast"}
 
 def _check_field(src, cname, fname, f, collections):
     where = f"collections.{cname}.fields.{fname}"
