@@ -493,23 +493,39 @@ async def read_after_it_faded(lv, t):
     async for s in D.finish(lv, f"It shows {shown!r}.", answer=shown or "no code"): yield s
 
 
+async def day_of_the_shown_month(lv, t):
+    "The wrong way in a calendar widget: open it and pick the day in the month it shows, without moving to the date's month."
+    o = t["option"]
+    (fn, value), = o["fields"]
+    cid = f"{o['form']}-{fn}"
+    async for s in D.click(lv, cid, "the calendar", "Opening the calendar.", "open", part="open"): yield s
+    async for s in D.settle(lv, lambda: lv.find(cid, part="day") is not None, "the calendar"): yield s
+    same_day = [(i, n) for i, n in lv.find_all(cid, part="day") if (n.attributes or {}).get("data-value", "")[8:] == value[8:]]
+    i, node = next(((i, n) for i, n in same_day + lv.find_all(cid, part="day") if (n.attributes or {}).get("data-value") != value))
+    yield D.step("click", {"index": i}, node=node, memory="Picking the day.", goal="Pick it", after="picked")
+    async for s in D.click(lv, o["form"], "the submit button", "Submitting.", "saved", tag="button"): yield s
+    async for s in D.finish(lv, "Saved."): yield s
+
+
 NEW_MECHANICS = {"fix_inline_error": (("hr", "mail"), submit_as_said),
                  "pick_from_suggestions": (("hr", "library"), pick_another_suggestion),
                  "load_more_rows": (("bank", "tracker"), open_first_listed),
                  "open_submenu_item": (("bank", "realestate"), open_a_neighbour),
                  "read_live_value": (("travel", "events"), read_while_busy),
                  "answer_cookie_banner": (("library", "events"), accept_the_other),
-                 "read_toast": (("calendar", "tracker"), read_after_it_faded)}
+                 "read_toast": (("calendar", "tracker"), read_after_it_faded),
+                 "pick_date_in_calendar": (("bank", "recipes"), day_of_the_shown_month)}
 
 
 def test_real_web_mechanics_are_driven_right_and_fail_when_done_wrong(tmp_path):
-    """Seven mechanics in Chromium, two sites each: a formatted field refused with an inline error and written again
+    """Eight mechanics in Chromium, two sites each: a formatted field refused with an inline error and written again
     in its format, a record picked from an autocomplete box's suggestions, a record reached through a list's Load more
     button, a page opened from a menu bar's submenu, a value fetched by a button that is disabled while its slow
-    request runs, a cookie banner answered as asked, a confirmation code read off a toast before it fades. Each
+    request runs, a cookie banner answered as asked, a confirmation code read off a toast before it fades, a date
+    picked in a calendar widget after moving to its month. Each
     scripted driver is kept; a wrong driver (the value left as the task said it, another suggestion picked, the first
     listed record opened, a neighbouring submenu page opened, the value read while the button was busy, the other
-    banner button, the toast read after it faded) fails its check."""
+    banner button, the toast read after it faded, the day picked in the month the calendar opened on) fails its check."""
     tasks = [next(t for t in make_tasks(site) if t["macro"] == m) for m, (sites, _) in NEW_MECHANICS.items() for site in sites]
     run_datagen(tmp_path / "right", tasks=tasks, ports=tuple(free_ports(1)), workers=1, progress=False)
     with pytest.MonkeyPatch.context() as mp:

@@ -27,7 +27,7 @@ CONTROL_KINDS = ["dropdown", "checkbox", "radio", "tabs", "date_picker", "pagina
                   "create_form", "edit_form", "delete_form", "modal_dialog", "login_form", "logout", "menu", "breadcrumb", "detail_link",
                   "home_link", "drag_reorder", "slider", "signature_pad", "copy_button", "file_upload", "file_download",
                   "sort", "date_range", "formatted_field", "autocomplete", "load_more", "menu_bar", "busy_button",
-                  "consent_banner", "toast"]
+                  "consent_banner", "toast", "calendar_picker"]
 BROWSER_KINDS = ["drag_reorder", "signature_pad", "copy_button", "file_upload"]
 HTTP_KINDS = [k for k in CONTROL_KINDS if k not in BROWSER_KINDS]
 TEMPLATE_ERRORS = ("Traceback", "jinja2", "UndefinedError", "TemplateSyntaxError", "Internal Server Error", "{{", "{%")
@@ -538,6 +538,13 @@ def do_toast(a, site, ctl):
     def probe(b): assert b.get(path).status_code == 404
     return [probe]
 
+def do_calendar(a, site, ctl):
+    "A calendar widget: no native date input, a read-only box, a hidden field and its opener; then as do_field."
+    els = a.page(site_url(site, ctl["page"])).ctl(ctl["control_id"])
+    assert sorted((e["tag"], e["attrs"].get("data-part")) for e in els) == [("button", "open"), ("input", "shown")], els
+    assert all(e["attrs"].get("type") != "date" for e in els) and "readonly" in next(e for e in els if e["tag"] == "input")["attrs"]
+    return do_field(a, site, ctl)
+
 def do_download(a, site, ctl):
     page = a.page(site_url(site, ctl["page"]))
     links = page.ctl(ctl["control_id"])
@@ -726,7 +733,7 @@ HANDLERS = {"dropdown": do_dropdown, "checkbox": do_checkbox, "radio": do_filter
             "logout": do_logout, "menu": do_nav, "breadcrumb": do_nav, "detail_link": do_nav, "home_link": do_nav,
             "slider": do_slider, "file_download": do_download, "sort": do_sort, "date_range": do_date_range,
             "formatted_field": do_formatted, "autocomplete": do_autocomplete, "load_more": do_load_more, "menu_bar": do_nav,
-            "busy_button": do_live, "consent_banner": do_consent, "toast": do_toast}
+            "busy_button": do_live, "consent_banner": do_consent, "toast": do_toast, "calendar_picker": do_calendar}
 SESSION_FLAGS = {"login_form": {"logout": "1"},           # both sessions of a login test start logged out
                  "consent_banner": {"consent": "ask"}}      # and both of a cookie banner's test are asked
 

@@ -273,7 +273,7 @@ def make_edit(ctx):
     return edit_task(ctx, form, row, [(fn, new_value(ctx.site, ctx.cname, fn, ctx.rng, row[fn])) for fn in chosen], "edit_entry")
 
 # %% ../../nbs/data/02b_makers.ipynb #60432dd1
-@maker("pick_date", "select_field_option", "enter_text", "pick_from_suggestions")
+@maker("pick_date", "select_field_option", "enter_text", "pick_from_suggestions", "pick_date_in_calendar")
 def make_field(ctx):
     c, form = ctx.c, ctx.c.get("extra", {}).get("form", "")
     if c.get("role") != "field" or not c.get("field") or not form.endswith(("-edit", "-create")): return None

@@ -4,11 +4,12 @@
 
 # %% auto #0
 __all__ = ['ELEMENT_LINE', 'ATTR_KEY', 'PAGE_MARKS', 'MARK', 'MARK_RE', 'SUBMIT_TEXT', 'BUTTON_TEXT', 'DIALOG_TEXT',
-           'ONE_LINK_TEXT', 'FIELD_TAGS', 'SELECTOR_LOOKS', 'PAGE_OF', 'request_text', 'section', 'action_schemas',
-           'parse_attrs', 'listed_lines', 'parse_elements', 'scroll_room', 'current_url', 'start_url', 'file_paths',
-           'history_marks', 'look', 'same_text', 'words_for', 'fits', 'find_listed', 'site_of', 'control_of', 'record',
-           'list_page', 'row_title', 'option_words', 'crumb_text', 'file_look', 'selector_look', 'link_look',
-           'mechanic_look', 'control_look', 'step_look', 'page_links', 'page_link', 'minimal_instance', 'agent_reply']
+           'CALENDAR_TEXT', 'ONE_LINK_TEXT', 'FIELD_TAGS', 'SELECTOR_LOOKS', 'PAGE_OF', 'request_text', 'section',
+           'action_schemas', 'parse_attrs', 'listed_lines', 'parse_elements', 'scroll_room', 'current_url', 'start_url',
+           'file_paths', 'history_marks', 'look', 'same_text', 'words_for', 'fits', 'find_listed', 'site_of',
+           'control_of', 'record', 'list_page', 'row_title', 'option_words', 'crumb_text', 'file_look', 'selector_look',
+           'link_look', 'mechanic_look', 'control_look', 'step_look', 'page_links', 'page_link', 'minimal_instance',
+           'agent_reply']
 
 # %% ../../nbs/eval/02a_policy_prompt.ipynb #e21e7124
 import re
@@ -127,6 +128,7 @@ SUBMIT_TEXT = {"login_form": "Sign in", "search": "Search", "date_range": "Apply
 BUTTON_TEXT = {"create_form": "Create", "edit_form": "Save changes", "delete_form": "Delete", "modal_dialog": "Delete",
                "logout": "Log out"}
 DIALOG_TEXT = {"confirm": "Delete", "cancel": "Cancel"}                # a modal dialog's buttons, by part
+CALENDAR_TEXT = {"open": "Choose date", "prev": "‹ Prev", "next": "Next ›", "prev_year": "« Year", "next_year": "Year »"}   # a calendar's buttons
 ONE_LINK_TEXT = {"-new": "New entry", "-edit-link": "Edit"}         # menu controls of one link, by how their id ends
 FIELD_TAGS = ("input", "select", "textarea")
 
@@ -268,6 +270,8 @@ def mechanic_look(s, c):
         return None if o is None else look("a", o["text"], after=look("button", f"{o['section']} ▾"))
     if k == "busy_button": return look("button", c.label)
     if k == "consent_banner": return look("button", next((o["text"] for o in c.options if o["value"] == v), None))
+    if k == "calendar_picker" and part in CALENDAR_TEXT: return look("button", CALENDAR_TEXT[part])
+    if k == "calendar_picker" and part == "day": return look("button", str(int(str(v)[8:10])), after=look("button", CALENDAR_TEXT["next_year"]))
     return None
 
 # %% ../../nbs/eval/02a_policy_prompt.ipynb #73c60aa3

@@ -156,3 +156,48 @@ document.querySelectorAll(".toast").forEach(function (t) {      // a toast fades
   setTimeout(function () { t.classList.add("fading"); }, 5000);
   setTimeout(function () { t.remove(); }, 6000);
 });
+(function () {      // calendar widgets: a month grid with previous/next month buttons; a day's button sets the date
+  var MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function setup(box) {
+    var shown = box.querySelector("[data-part=shown]"), hidden = box.querySelector("input[type=hidden]");
+    var cal = box.querySelector(".calendar"), cid = shown.dataset.controlId, month = box.dataset.month;
+    function button(part, text, value) {
+      var b = document.createElement("button");
+      b.type = "button"; b.textContent = text; b.dataset.controlId = cid; b.dataset.part = part;
+      if (value) b.dataset.value = value;
+      return b;
+    }
+    function draw() {
+      var y = +month.slice(0, 4), m = +month.slice(5, 7), first = new Date(Date.UTC(y, m - 1, 1)).getUTCDay();
+      var days = new Date(Date.UTC(y, m, 0)).getUTCDate();
+      cal.innerHTML = "";
+      var head = document.createElement("div"); head.className = "cal-head";
+      var label = document.createElement("span"); label.className = "month"; label.dataset.controlId = cid; label.dataset.part = "month";
+      label.dataset.value = month; label.textContent = MONTHS[m - 1] + " " + y;
+      head.append(button("prev_year", "« Year"), button("prev", "‹ Prev"), label, button("next", "Next ›"), button("next_year", "Year »"));
+      var grid = document.createElement("div"); grid.className = "cal-grid";
+      ["Su", "Mo", "Tu", "We", "Th", "Fr", "Sa"].forEach(function (d) { var s = document.createElement("span"); s.textContent = d; grid.append(s); });
+      for (var k = 0; k < first; k++) grid.append(document.createElement("span"));
+      for (var d = 1; d <= days; d++) {
+        var v = month + "-" + pad(d), b = button("day", String(d), v);
+        if (v === hidden.value) b.setAttribute("aria-pressed", "true");
+        grid.append(b);
+      }
+      cal.append(head, grid);
+    }
+    function step(k) { var y = +month.slice(0, 4), m = +month.slice(5, 7) - 1 + k; y += Math.floor(m / 12); m = ((m % 12) + 12) % 12; month = y + "-" + pad(m + 1); draw(); }
+    box.addEventListener("click", function (e) {
+      var b = e.target.closest("button, [data-part=shown]");
+      if (!b) return;
+      var part = b.dataset.part;
+      if (part === "open" || part === "shown") { cal.hidden = !cal.hidden; if (!cal.hidden) draw(); }
+      else if (part === "prev") step(-1);
+      else if (part === "next") step(1);
+      else if (part === "prev_year") step(-12);
+      else if (part === "next_year") step(12);
+      else if (part === "day") { hidden.value = shown.value = b.dataset.value; cal.hidden = true; }
+    });
+  }
+  document.querySelectorAll(".calpick").forEach(setup);
+})();

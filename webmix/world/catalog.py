@@ -65,6 +65,8 @@ CATALOG = [
        "Go to another page of a long list."),
     _m("pick_from_suggestions", SELECT, "autocomplete",                      "field",            "follows",
        "Set a record's reference field by typing into an autocomplete box and picking one of the suggestions it shows."),
+    _m("pick_date_in_calendar", SELECT, "calendar_picker",                   "field",            "follows",
+       "Set a record's date in a calendar widget: open it, move to the month, and pick the day."),
     _m("pick_date",            SELECT, "date_picker",                        "",                 "follows",
        "Set a record's date with a date picker and save the form."),
     _m("select_field_option",  SELECT, "dropdown checkbox radio",            "field",            "follows",

@@ -79,18 +79,23 @@ def _nav_controls(site, key, path, crumbs=True):
     return out
 
 # %% ../../nbs/world/02c_sites.ipynb #be74f5c4
-def _field_kind(f, fn, auto) -> str:
-    "The control kind of a form field: by its type, unless it is formatted (server-checked) or an autocomplete box."
+def _field_kind(f, fn, widgets) -> str:
+    "The control kind of a form field: by its type, unless it is formatted (server-checked) or a widget the page names."
     if f.get("format"): return "formatted_field"
-    if fn in auto: return "autocomplete"
+    if fn in widgets: return widgets[fn]
     return {"date": "date_picker", "choice": "dropdown", "ref": "dropdown", "bool": "checkbox"}.get(f["type"], "text_field")
 
+# %% ../../nbs/world/02c_sites.ipynb #b78cf743
+def _widgets(p) -> dict:
+    "{field: control kind} of the form fields a list page renders as widgets: autocomplete boxes, calendar pickers."
+    return {**{fn: "autocomplete" for fn in p.get("autocomplete") or ()}, **{fn: "calendar_picker" for fn in p.get("datepicker") or ()}}
+
 # %% ../../nbs/world/02c_sites.ipynb #a124b6b7
-def _field_controls(site, pid, form_key, path, cname, fields, kind_of_form, auto=()):
+def _field_controls(site, pid, form_key, path, cname, fields, kind_of_form, widgets=None):
     out = []
     for fn in fields:
         f = site.collections[cname]["fields"][fn]
-        kind = _field_kind(f, fn, auto)
+        kind = _field_kind(f, fn, widgets or {})
         opts = _opts(f["options"]) if f["type"] == "choice" else []
         out.append(Control(f"{pid}-{form_key}-{fn}", path, kind, _label(fn, f), fn, "field", opts, [cname], cname, fn,
                            {"form": f"{pid}-{form_key}", "type": f["type"]}))
@@ -157,7 +162,7 @@ def _list_controls(site, p):
         new = f"{path}/new"
         out.append(Control(f"{pid}-new", path, "menu", f"New {p.get('title', pid).lower()} entry", options=[{"text": "New", "value": site.url(new)}]))
         out += _nav_controls(site, f"{pid}-create", new)
-        out += _field_controls(site, pid, "create", new, cname, fields, "create", p.get("autocomplete") or ())
+        out += _field_controls(site, pid, "create", new, cname, fields, "create", _widgets(p))
         out.append(Control(f"{pid}-create", new, "create_form", f"Create {p.get('title', pid).lower()} entry", "", "form", [], [cname], cname,
                            extra={"fields": fields}))
     one = f"{path}/1"
@@ -176,7 +181,7 @@ def _list_controls(site, p):
             fields = p.get("fields") or list(coll["fields"])
             out.append(Control(f"{pid}-edit-link", one, "menu", "Edit", options=[{"text": "Edit", "value": site.url(f"{one}/edit")}]))
             out += _nav_controls(site, f"{pid}-edit", f"{one}/edit")
-            out += _field_controls(site, pid, "edit", f"{one}/edit", cname, fields, "edit", p.get("autocomplete") or ())
+            out += _field_controls(site, pid, "edit", f"{one}/edit", cname, fields, "edit", _widgets(p))
             out.append(Control(f"{pid}-edit", f"{one}/edit", "edit_form", f"Save {p.get('title', pid).lower()} entry", "", "form", [], [cname], cname,
                                extra={"fields": fields}))
     return out

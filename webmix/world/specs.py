@@ -66,7 +66,7 @@ COLLECTION_KEYS = {"label", "title_field", "fields", "rows", "order"}
 PAGE_KEYS = {"id", "path", "kind", "title", "collection", "columns", "filters", "search", "sort", "tabs",
              "per_page", "detail", "create", "edit", "delete", "comments", "copy", "download", "group",
              "order", "text", "facts", "fields", "more", "autocomplete", "live",
-             "toast"}
+             "toast", "datepicker"}
 
 def _check_field(src, cname, fname, f, collections):
     where = f"collections.{cname}.fields.{fname}"
@@ -102,6 +102,8 @@ def _check_page(src, i, p, collections):
     if p.get("more") not in (None, False, True): _fail(src, f"{where}.more", f"true or false, not {p['more']!r}")
     for name in p.get("autocomplete") or []:                      # a combobox stands for a reference's dropdown
         if fields.get(name, {}).get("type") != "ref": _fail(src, f"{where}.autocomplete", f"{name!r} is not a reference field of {c}")
+    for name in p.get("datepicker") or []:                        # a calendar widget stands for the native date input
+        if fields.get(name, {}).get("type") != "date": _fail(src, f"{where}.datepicker", f"{name!r} is not a date field of {c}")
 
 # %% ../../nbs/world/02a_specs.ipynb #b20db9ef
 def _check_menubar(src, bar, kinds):
