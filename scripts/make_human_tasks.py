@@ -25,18 +25,36 @@ To add a task, append it to its first site's YAML file (tasks are written in fil
         - report_information: Report the cheapest flight's number
       answer: {text: $v.0.flight, said: "Take {v.0.flight}."}      # kind: text, number, money or date
       wrong: {answer: "Take {v.1.flight}."}      # or {skip: <macro>}, or {macro: <macro>, step: <i or control id>, value: ...}
+                                           # (or `to:`, or `text:` for another suggestion of an autocomplete box)
 
 Values: `$name.path` is a value as it is (`$v.0.price`, `$v.-1`); a string with `{name.path|filter}` is a template.
 A dict whose key is an operation (OPS) is computed: sources (`view`, `rows`, `options`, `control`, `range`, `product`,
-`most_common`) give lists and take `if` (conditions on `$it`, or the name `as` gives), `let` (per candidate), `sort_by`
-(fields, `-` for descending) and `limit`; `first`, `max` (with `by`), `keep`, `count`, `any`, `none` reduce a list, and
+`most_common`, `suggestions`: [page, field, typed] -> the {id, title} an autocomplete box lists) give lists and take
+`if` (conditions on `$it`, or the name `as` gives), `let` (per candidate), `sort_by` (fields, `-` for descending) and
+`limit`; `first`, `max` (with `by`), `keep`, `count`, `any`, `none` reduce a list, and
 `first`/`max` also bind their candidate's `let` names (a literal dict must not use an operation's name as a key).
-Filters: money, plural(word), plus(k), commas, month (2026-12 -> December 2026), ordinal, dotted (Ana Silva -> ana.silva).
+Filters: money, plural(word), plus(k), commas, month (2026-12 -> December 2026), ordinal, dotted (Ana Silva -> ana.silva),
+loose (a formatted value as a person says it: +1 (555) 201-4477 -> 1 555 201 4477).
 Step kinds (KINDS) take the page first: dropdown, options, slider, dates, sort, tab, to_page, search, detail, copy,
 comment, create, edit, delete, confirm (a delete behind a modal dialog), login (the control that leads to it, or
 none for the header link), menu, export,
-download, upload, drag, sign. A macro may add `site` (a step on another site), `via` (steps that only get there:
-portal, app, {menu: page}, {crumbs: page}) and `opened` (the form is already open).
+download, upload, drag, sign; and for the real-web mechanics:
+  fix: [page, record, field, value]  a formatted field of the edit form (fix_inline_error): the value typed as the person
+        says it (loose), saved and refused with the inline error, then typed in the format and saved; verified by the update
+  pick: [page, record or new, field, ref id, typed]  an autocomplete field of the edit form (or the create form, for
+        `new`) (pick_from_suggestions): `typed` (default: the record's whole title) typed into the box, then the
+        suggestion with the record's title clicked; verified by a suggestion request and the saved form holding the id.
+        `create` and `edit` set an autocomplete field of theirs the same way (typing its whole title)
+  more: [page, record, query]  a list with a Load more link (load_more_rows): pressed until the record's row shows (its
+        place in view(page, query) and the page's per_page say how often), then its link clicked; verified by the last
+        page's request and the record's page
+  submenu: page  the home page's menu bar (open_submenu_item): the page's section button, then its link in the submenu
+  live: [page, record]  a busy button on a record's page (read_live_value): pressed, then waited for until it shows the
+        value (a `wait` step); verified by its request, and the macro answers
+`pick` and `fix` open their form first (New, or the record's Edit link) unless `opened`; `create`/`edit` with `opened`
+then finish it. A macro may add `site` (a step on another site), `via` (steps that only get there:
+portal, app, {menu: page} (the home page's menu; {menu: [orders-item, page]} is the menu of the page the control
+key names, here a record page of orders), {crumbs: page}) and `opened` (the form is already open).
 """
 import json, re, shutil
 from collections import Counter
@@ -50,8 +68,9 @@ from werkzeug.datastructures import MultiDict
 from webmix.world.catalog import MACROS
 from webmix.world.checks import grade_answer
 from webmix.world.forms import list_query
+from webmix.world.pages import SUGGESTIONS
 from webmix.world.sites import load_sites, page_path
-from webmix.world.specs import USER
+from webmix.world.specs import USER, format_regex, loose_format
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROOT, DECLARED = DATA / "annotations", DATA / "human_tasks"
@@ -116,7 +135,8 @@ TEMPLATE = re.compile(r"\{([A-Za-z_]\w*(?:\.-?\w+)*)((?:\|\w+(?:\([^)]*\))?)*)\}
 FILTERS = {"money": money, "plural": plural, "commas": lambda v: f"{v:,}", "plus": lambda v, k: v + int(k),
            "month": lambda ym: date.fromisoformat(f"{ym}-01").strftime("%B %Y"),          # 2026-12 -> December 2026
            "ordinal": lambda n: {2: "second", 3: "third", 4: "fourth"}[n],
-           "dotted": lambda name: name.lower().replace(" ", ".")}                      # Ana Silva -> ana.silva
+           "dotted": lambda name: name.lower().replace(" ", "."),                      # Ana Silva -> ana.silva
+           "loose": loose_format}                                          # GB80 HRBK 3521 ... -> gb80hrbk3521...
 
 class Stop(Exception): "A declaration that does not fit the seeded data (any more)."
 
@@ -223,6 +243,12 @@ def findable(site, pid, field, value):
 
 def field_options(site, name, field): return S[site].collections[coll_of(site, name)]["fields"][field]["options"]
 
+def suggestions(site, pid, field, typed):
+    "The suggestions an autocomplete field lists for typed text, as the server gives them: [{id, title}] in id order."
+    to, q = S[site].collections[coll_of(site, pid)]["fields"][field]["to"], str(typed).strip().casefold()
+    hits = [{"id": r["id"], "title": S[site].title_of(to, r)} for r in sorted(S[site].rows[to], key=lambda r: r["id"])]
+    return [h for h in hits if q and q in h["title"].casefold()][:SUGGESTIONS]
+
 OPS = {   # lists: seeded rows, a page's list, a field's options, a control's options, numbers, combinations
     "view": source(lambda page, x, env: view(*where_is(page, env), **ev(x.get("where") or {}, env))),
     "rows": source(lambda coll, x, env: (lambda site, c: S[site].rows[c])(*where_is(coll, env))),
@@ -237,6 +263,7 @@ OPS = {   # lists: seeded rows, a page's list, a field's options, a control's op
     "busiest_month": lambda arg, x, env: busiest_month(ev(arg, env), x["of"]),
     "at": on_args(at), "per_page": lambda arg, x, env: S[env["site"]].pages[ev(arg, env)].get("per_page", 10),
     "page_spec": on_site(lambda site, pid, key: S[site].pages[pid][key]),           # [listings, copy]: a page's setting
+    "page_url": on_site(url),                                                        # offers -> /sites/realestate/offers
     # numbers, dates, text
     "add": on_args(lambda *v: sum(v)), "sub": on_args(lambda a, b: a - b), "mul": on_args(lambda a, b: a * b),
     "div": on_args(lambda a, b: a // b), "min": on_args(min), "later": on_args(later),
@@ -249,6 +276,7 @@ OPS = {   # lists: seeded rows, a page's list, a field's options, a control's op
     "not": lambda arg, x, env: not ev(arg, env), "plain": lambda arg, x, env: plain(ev(arg, env)),
     "once": on_args(lambda rows, field, v: sum(r[field] == v for r in rows) == 1),     # v is in one row of the list only
     "distinct": on_site(distinct), "alone": on_site(alone), "findable": on_site(findable),
+    "suggestions": source(lambda a, x, env: suggestions(*where_is(a[0], env), *a[1:])),   # [leave, employee, Rosa]
 }
 
 
@@ -315,13 +343,23 @@ def comment(site, pid, rid, text):
     c = f"{pid}-comment"
     return [step("fill", c, text), step("click", c, part="submit")], [req(url(site, pid, f"/{rid}/comments"), "POST", form={"body": text})]
 
+def suggest_steps(site, pid, c, field, ref, typed=None):
+    "An autocomplete box: `typed` (default: the record's whole title) typed in, then the suggestion of record `ref` clicked."
+    to = S[site].collections[coll_of(site, pid)]["fields"][field]["to"]
+    title = S[site].title_of(to, next(r for r in S[site].rows[to] if r["id"] == ref))
+    typed = title if typed is None else str(typed)
+    shown = [h["title"] for h in suggestions(site, pid, field, typed)]
+    assert shown.count(title) == 1, (c, typed, title, shown)     # listed, and the only suggestion of that text
+    return [step("fill", c, typed, part="query"), step("click", c, str(ref), part="option", text=title)]
+
 def field_steps(site, pid, form, values):
     "Steps that set a form's fields: selects for choices and references, ticks for booleans, typing for the rest."
     fields = S[site].collections[coll_of(site, pid)]["fields"]
     def one(fn, v, c):
         t = fields[fn]["type"]
-        return step("select", c, str(v)) if t in ("choice", "ref") else step("check", c, on=bool(v)) if t == "bool" else step("fill", c, str(v))
-    return [one(fn, v, f"{pid}-{form}-{fn}") for fn, v in values.items()]
+        if CONTROLS[site][c].kind == "autocomplete": return suggest_steps(site, pid, c, fn, v)
+        return [step("select", c, str(v)) if t in ("choice", "ref") else step("check", c, on=bool(v)) if t == "bool" else step("fill", c, str(v))]
+    return [s for fn, v in values.items() for s in one(fn, v, f"{pid}-{form}-{fn}")]
 
 def posted(values): return {k: ("on" if v is True else str(v)) for k, v in values.items() if v is not False}
 
@@ -350,6 +388,48 @@ def login(site, opener=None):
 
 def menu(site, pid): return [step("click", "home-menu", url(site, pid))], [visited(url(site, pid))]
 
+def fix(site, pid, rid, field, value, opened=False):
+    "A formatted field of the edit form: typed as the person says it (loose), saved and refused, then typed in the format and saved."
+    c, form = f"{pid}-edit-{field}", f"{pid}-edit"
+    assert CONTROLS[site][c].kind == "formatted_field", c
+    pattern = S[site].collections[coll_of(site, pid)]["fields"][field]["gen"]["pattern"]
+    said = loose_format(value)
+    assert format_regex(pattern).fullmatch(value) and not format_regex(pattern).fullmatch(said), (c, value, said)
+    return ([step("click", f"{pid}-edit-link")] * (not opened)
+            + [step("fill", c, said), step("click", form), step("fill", c, value), step("click", form)],
+            [req(url(site, pid, f"/{rid}/edit"), "POST", form={field: value})])
+
+def pick(site, pid, rid, field, ref, typed=None, opened=False):
+    "An autocomplete field of the create form (rid `new`) or the edit form: typed into, then the record's suggestion clicked."
+    new = rid == "new"
+    c = f"{pid}-{'create' if new else 'edit'}-{field}"
+    assert CONTROLS[site][c].kind == "autocomplete", c
+    return ([step("click", f"{pid}-new" if new else f"{pid}-edit-link")] * (not opened) + suggest_steps(site, pid, c, field, ref, typed),
+            [req(url(site, pid, f"/suggest/{field}")), req(url(site, pid, "/new" if new else f"/{rid}/edit"), "POST", form={field: str(ref)})])
+
+def more(site, pid, rid, query=None):
+    "Load more rows until record rid's row shows (one page of per_page rows a press), then open the record."
+    c, q = f"{pid}-pages", query or {}
+    assert CONTROLS[site][c].kind == "load_more", c
+    ids = [r["id"] for r in view(site, pid, **q)]
+    presses = ids.index(rid) // S[site].pages[pid].get("per_page", 10)
+    assert presses >= 1, f"{pid}: record {rid} shows without Load more"
+    return ([step("click", c, str(n)) for n in range(2, presses + 2)] + [step("click", f"{pid}-detail", str(rid))],
+            [req(url(site, pid), query={**q, "page": str(presses + 1)}), visited(url(site, pid, f"/{rid}"))])
+
+def submenu(site, pid):
+    "A page through the home page's menu bar: its section's button opens the submenu, then the page's link in it."
+    target = url(site, pid)
+    o = next(o for o in CONTROLS[site]["home-menubar"].options if o["value"] == target)
+    return ([step("click", "home-menubar", o["section"], part="section"), step("click", "home-menubar", target)],
+            [did("click", {"control_id": "home-menubar", "value_attr": target}), visited(target)])
+
+def live(site, pid, rid):
+    "A busy button on a record's page: press it, then wait while it fetches the value it shows (the macro reports it)."
+    c = f"{pid}-live"
+    assert CONTROLS[site][c].kind == "busy_button", c
+    return [step("click", c), step("wait", c, part="result")], [req(url(site, pid, f"/{rid}/live"))]
+
 def export(site, pid, query): return [step("click", f"{pid}-download")], [req(url(site, pid, "/export.csv"), query=query)]
 
 def download(site, pid, rid): return [step("click", f"{pid}-files", str(rid))], [req(url(site, pid, f"/{rid}/download"))]
@@ -368,10 +448,12 @@ def sign(site, pid, name):
             [req(url(site, pid), "POST", form={"signer": name}), did("draw", pad)])
 
 KINDS = {f.__name__: f for f in (dropdown, options, slider, dates, sort, tab, to_page, search, detail, copy, comment,
-                                 create, edit, delete, confirm, login, menu, export, download, upload, drag, sign)}
+                                 create, edit, delete, confirm, login, menu, export, download, upload, drag, sign,
+                                 fix, pick, more, submenu, live)}
 VIA = {"portal": lambda site, _: step("goto", url="/"),                                   # back to the portal's app directory
        "app": lambda site, _: step("click", selector=f"a[data-app='{site}']"),            # into the site from the portal
-       "menu": lambda site, pid: step("click", "home-menu", url(site, pid)),
+       "menu": lambda site, a: (step("click", f"{a[0]}-menu", url(site, a[1])) if isinstance(a, list)      # [orders-item, events]:
+                                else step("click", "home-menu", url(site, a))),                        # another page's menu
        "crumbs": lambda site, pid: step("click", f"{pid}-item-crumbs", url(site, pid))}
 
 
@@ -483,6 +565,13 @@ class Task:
             if script["wrong"]["kind"] == "answer":
                 assert not grade_answer(verifier["answer"], script["wrong"]["answer"])["passed"], (self.slug, script["wrong"])
         assert script["wrong"]["kind"] != "skip" or script["wrong"]["macro"] in verifier["macros"]
+        w = script["wrong"]
+        if w["kind"] == "value" and w["field"] == "text":           # another suggestion picked: one the typed text lists
+            typed, chosen = script["steps"][w["step"] - 1], script["steps"][w["step"]]
+            site = next(x for x in self.sites if chosen["control_id"] in CONTROLS[x])
+            c = CONTROLS[site][chosen["control_id"]]
+            listed = [h["title"] for h in suggestions(site, c.extra["form"].rsplit("-", 1)[0], c.field, typed["value"])]
+            assert chosen.get("part") == "option" and w["value"] in listed and w["value"] != chosen["text"], (self.slug, w, listed)
 
 
 # ---------------------------------------------------------------- the declarations

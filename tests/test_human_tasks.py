@@ -1,12 +1,14 @@
 """Every human-style task (data/annotations/<site>/<task>/), on the test sites and on the training sites, run in real Chromium.
 
 A task's script.json lists the steps a person would take (click, type, select, tick, drag, draw, upload on the
-elements the sitemap names by data-control-id) and the answer they would give. The correct run must pass
+elements the sitemap names by data-control-id, and wait for a busy button's answer) and the answer they would give:
+a suggestion of an autocomplete box is clicked by the text it shows once it is listed, a Load more link waits for
+the rows it appends, a `wait` step waits until the button's output shows a value. The correct run must pass
 checks.verify_task over the session's recorder stream merged with the server log; the `wrong` run (a skipped
 macro, another value, or a wrong answer) must fail it, on the macro (or the answer) it broke.
 A task is all on test sites or all on training sites, and evaluate's `--human-split` picks exactly the tasks of its side.
 Regenerate the tasks with scripts/make_human_tasks.py after a site-spec change."""
-import asyncio, json
+import asyncio, json, re
 from pathlib import Path
 from urllib.request import Request, urlopen
 
@@ -28,9 +30,13 @@ TASKS = sorted(p.parent for p in (DATA / "annotations").glob("*/*/script.json")
 IDS = [f"{d.parent.name}/{d.name}" for d in TASKS]
 UPLOAD = b"%PDF-1.4\n% a small file a person picked from their disk\n"
 
-# what an action on an element leads to: a page load, a download, or nothing the runner must wait for
-OUTCOME_JS = """el => el.closest('a[download]') ? 'download'
+# what an action on an element leads to: a page load, a download, rows a Load more link appends in place (the page script
+# fetches them and puts the next link where it was), or nothing the runner must wait for
+OUTCOME_JS = """el => el.closest('a[download]') ? 'download' : el.closest('a[data-more]') ? 'more'
   : (el.closest('a[href]') || el.matches('[data-autosubmit]') || (el.form && el.type === 'submit')) ? 'load' : ''"""
+# a busy button has answered: its output shows a value (not the "—" before nor the "…" while busy) and it is enabled again
+ANSWERED_JS = """([out, button]) => { const o = document.querySelector(out), b = document.querySelector(button);
+  return !!o && !['', '\u2014', '\u2026'].includes(o.textContent.trim()) && !!b && !b.disabled; }"""
 
 
 def load(d):
@@ -46,6 +52,8 @@ def locate(page, s):
     "The element a step acts on: its control (and part, and option or record value), or a CSS selector."
     if "selector" in s: return page.locator(s["selector"]).first
     sel = f'[data-control-id="{s["control_id"]}"]' + (f'[data-part="{s["part"]}"]' if s.get("part") else ":not([data-part])")
+    if s.get("part") == "option" and "text" in s:           # a suggestion, by the text a person reads in the list
+        return page.locator(sel).filter(has_text=re.compile(f"^{re.escape(s['text'])}$")).first
     if s["do"] in ("click", "check") and "value" in s: sel += f'[data-value="{s["value"]}"]'
     return page.locator(sel).first
 
@@ -82,16 +90,27 @@ async def draw(page, s):
     await page.mouse.up()
 
 
+async def answered(page, s):
+    "Wait until a busy button's output shows the value its slow request fetched, and the button is enabled again."
+    cid = s["control_id"]
+    await page.wait_for_function(ANSWERED_JS, arg=[f'output[data-control-id="{cid}"][data-part="{s.get("part", "result")}"]',
+                                                  f'button[data-control-id="{cid}"]'])
+
+
 async def run_step(page, base, s):
     if s["do"] == "goto": return await page.goto(base + s["url"])
     if s["do"] == "drag": return await drag(page, s)
     if s["do"] == "draw": return await draw(page, s)
+    if s["do"] == "wait": return await answered(page, s)
     el = locate(page, s)
-    outcome = await el.evaluate(OUTCOME_JS)
+    outcome = await el.evaluate(OUTCOME_JS)           # waits until the element is there (a suggestion comes a moment later)
     if outcome == "load":
         async with page.expect_navigation(): await ACTIONS[s["do"]](el, s)
     elif outcome == "download":
         async with page.expect_download(): await ACTIONS[s["do"]](el, s)
+    elif outcome == "more":                           # the link goes once the next rows are in (the next link in its place)
+        await ACTIONS[s["do"]](el, s)
+        await el.wait_for(state="detached")
     else: await ACTIONS[s["do"]](el, s)
 
 
