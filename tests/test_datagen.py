@@ -507,6 +507,19 @@ async def day_of_the_shown_month(lv, t):
     async for s in D.finish(lv, "Saved."): yield s
 
 
+async def stop_at_the_review(lv, t):
+    "The wrong way in a wizard: fill every step and stop at the review without submitting it."
+    o = t["option"]
+    for _ in range(len(o["fields"])):
+        shown = await D.wizard_step(lv, o["form"])
+        if shown == "review": break
+        async for s in D.fill_fields(lv, t, [p for p in o["fields"] if p[0] in shown]): yield s
+        async for s in D.click(lv, o["form"], "Next", "Next step.", "next", part="next", tag="button"): yield s
+        async def moved(was=shown): return await D.wizard_step(lv, o["form"]) != was
+        async for s in D.settle(lv, moved, "the next step"): yield s
+    async for s in D.finish(lv, "Filled in."): yield s
+
+
 NEW_MECHANICS = {"fix_inline_error": (("hr", "mail"), submit_as_said),
                  "pick_from_suggestions": (("hr", "library"), pick_another_suggestion),
                  "load_more_rows": (("bank", "tracker"), open_first_listed),
@@ -514,18 +527,20 @@ NEW_MECHANICS = {"fix_inline_error": (("hr", "mail"), submit_as_said),
                  "read_live_value": (("travel", "events"), read_while_busy),
                  "answer_cookie_banner": (("library", "events"), accept_the_other),
                  "read_toast": (("calendar", "tracker"), read_after_it_faded),
-                 "pick_date_in_calendar": (("bank", "recipes"), day_of_the_shown_month)}
+                 "pick_date_in_calendar": (("bank", "tracker"), day_of_the_shown_month),
+                 "create_with_wizard": (("bank", "travel"), stop_at_the_review)}
 
 
 def test_real_web_mechanics_are_driven_right_and_fail_when_done_wrong(tmp_path):
-    """Eight mechanics in Chromium, two sites each: a formatted field refused with an inline error and written again
+    """Nine mechanics in Chromium, two sites each: a formatted field refused with an inline error and written again
     in its format, a record picked from an autocomplete box's suggestions, a record reached through a list's Load more
     button, a page opened from a menu bar's submenu, a value fetched by a button that is disabled while its slow
     request runs, a cookie banner answered as asked, a confirmation code read off a toast before it fades, a date
-    picked in a calendar widget after moving to its month. Each
+    picked in a calendar widget after moving to its month, a record created through a wizard's steps and review. Each
     scripted driver is kept; a wrong driver (the value left as the task said it, another suggestion picked, the first
     listed record opened, a neighbouring submenu page opened, the value read while the button was busy, the other
-    banner button, the toast read after it faded, the day picked in the month the calendar opened on) fails its check."""
+    banner button, the toast read after it faded, the day picked in the month the calendar opened on, a wizard left at
+    its review) fails its check."""
     tasks = [next(t for t in make_tasks(site) if t["macro"] == m) for m, (sites, _) in NEW_MECHANICS.items() for site in sites]
     run_datagen(tmp_path / "right", tasks=tasks, ports=tuple(free_ports(1)), workers=1, progress=False)
     with pytest.MonkeyPatch.context() as mp:
@@ -542,3 +557,4 @@ def test_real_web_mechanics_are_driven_right_and_fail_when_done_wrong(tmp_path):
     assert [s["element"].get("part") for s in steps["open_submenu_item"] if s["action"] == "click"] == ["section", None]
     assert [s for s in steps["read_live_value"] if s["action"] == "wait"], "the value came after the button was busy"
     assert [s["element"]["attributes"].get("data-value") for s in steps["answer_cookie_banner"] if s["action"] == "click"] in (["all"], ["necessary"])
+    assert [s["element"].get("part") for s in steps["create_with_wizard"] if s["action"] == "click"].count("next") >= 2

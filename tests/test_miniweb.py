@@ -27,7 +27,8 @@ CONTROL_KINDS = ["dropdown", "checkbox", "radio", "tabs", "date_picker", "pagina
                   "create_form", "edit_form", "delete_form", "modal_dialog", "login_form", "logout", "menu", "breadcrumb", "detail_link",
                   "home_link", "drag_reorder", "slider", "signature_pad", "copy_button", "file_upload", "file_download",
                   "sort", "date_range", "formatted_field", "autocomplete", "load_more", "menu_bar", "busy_button",
-                  "consent_banner", "toast", "calendar_picker"]
+                  "consent_banner", "toast", "calendar_picker", "wizard_form"]
+CREATE_KINDS = ("create_form", "wizard_form")             # a wizard is a create form its page script shows in steps
 BROWSER_KINDS = ["drag_reorder", "signature_pad", "copy_button", "file_upload"]
 HTTP_KINDS = [k for k in CONTROL_KINDS if k not in BROWSER_KINDS]
 TEMPLATE_ERRORS = ("Traceback", "jinja2", "UndefinedError", "TemplateSyntaxError", "Internal Server Error", "{{", "{%")
@@ -469,7 +470,7 @@ def do_formatted(a, site, ctl):
     f = fields_of(site, form["collection"])[ctl["field"]]
     good = fill_format(f["gen"]["pattern"], random.Random(site), ())
     m = a.mark()
-    r, _, _ = submit(a, site, form, fill_create(site, form, "loose") | {ctl["field"]: loose_format(good)} if form["kind"] == "create_form"
+    r, _, _ = submit(a, site, form, fill_create(site, form, "loose") | {ctl["field"]: loose_format(good)} if form["kind"] in CREATE_KINDS
                      else {ctl["field"]: loose_format(good)})
     assert r.status_code == 422 and a.new(m, "changes") == []
     assert Page(r.text).field_errors()[ctl["field"]].endswith(f"must be written like {format_example(f['gen']['pattern'])}.")
@@ -544,6 +545,14 @@ def do_calendar(a, site, ctl):
     assert sorted((e["tag"], e["attrs"].get("data-part")) for e in els) == [("button", "open"), ("input", "shown")], els
     assert all(e["attrs"].get("type") != "date" for e in els) and "readonly" in next(e for e in els if e["tag"] == "input")["attrs"]
     return do_field(a, site, ctl)
+
+def do_wizard(a, site, ctl):
+    "A wizard form: the same form, marked for its page script to show in steps of WIZARD_STEP fields; then as do_create."
+    from webmix.world.pages import WIZARD_STEP
+    page = a.page(site_url(site, ctl["page"]))
+    (form,) = [e for e in page.els if e["tag"] == "form" and e["attrs"].get("data-form-id") == ctl["control_id"]]
+    assert form["attrs"].get("data-wizard") == str(WIZARD_STEP) and len(ctl["extra"]["fields"]) > WIZARD_STEP
+    return do_create(a, site, ctl)
 
 def do_download(a, site, ctl):
     page = a.page(site_url(site, ctl["page"]))
@@ -680,12 +689,12 @@ def do_field(a, site, ctl):
         return [probe]
     row = next(x for x in seeded(site, cname) if x["id"] == 1) if form["kind"] == "edit_form" else {}
     raw = valid_raw(site, f, row.get(fn), f"{site}-{ctl['control_id']}")
-    values = (fill_create(site, form, f"{site}-{ctl['control_id']}") if form["kind"] == "create_form" else {}) | {fn: raw}
+    values = (fill_create(site, form, f"{site}-{ctl['control_id']}") if form["kind"] in CREATE_KINDS else {}) | {fn: raw}
     m = a.mark()
     r, data, _ = submit(a, site, form, values)
     assert r.status_code in (302, 303), f"{ctl['control_id']}={raw!r}: {r.status_code} {Page(r.text).field_errors()}"
     ch = a.new(m, "changes")
-    assert len(ch) == 1 and ch[0]["op"] == ("create" if form["kind"] == "create_form" else "update"), ch
+    assert len(ch) == 1 and ch[0]["op"] == ("create" if form["kind"] in CREATE_KINDS else "update"), ch
     assert same(ch[0]["after"][fn], stored(f, raw)), f"{ctl['control_id']}: stored {ch[0]['after'][fn]!r} for {raw!r}"
     if form["kind"] == "edit_form": assert ch[0]["changed"] == [fn]
     if f["type"] == "bool": assert (fn in a.new(m, "log")[-1]["form"]) == (raw is not None)
@@ -733,7 +742,8 @@ HANDLERS = {"dropdown": do_dropdown, "checkbox": do_checkbox, "radio": do_filter
             "logout": do_logout, "menu": do_nav, "breadcrumb": do_nav, "detail_link": do_nav, "home_link": do_nav,
             "slider": do_slider, "file_download": do_download, "sort": do_sort, "date_range": do_date_range,
             "formatted_field": do_formatted, "autocomplete": do_autocomplete, "load_more": do_load_more, "menu_bar": do_nav,
-            "busy_button": do_live, "consent_banner": do_consent, "toast": do_toast, "calendar_picker": do_calendar}
+            "busy_button": do_live, "consent_banner": do_consent, "toast": do_toast, "calendar_picker": do_calendar,
+            "wizard_form": do_wizard}
 SESSION_FLAGS = {"login_form": {"logout": "1"},           # both sessions of a login test start logged out
                  "consent_banner": {"consent": "ask"}}      # and both of a cookie banner's test are asked
 
@@ -972,9 +982,9 @@ def form_posts(a, site):
     out = []
     for c in SITEMAPS[site]["controls"]:
         k = c["kind"]
-        if k in ("create_form", "edit_form"):
+        if k in (*CREATE_KINDS, "edit_form"):
             page, idx = edit_or_create_form(a, site, c)
-            data = dict(page.form_data(idx)) | ({x: y for x, y in fill_create(site, c, "csrf").items() if y is not None} if k == "create_form" else {})
+            data = dict(page.form_data(idx)) | ({x: y for x, y in fill_create(site, c, "csrf").items() if y is not None} if k in CREATE_KINDS else {})
             out.append((c["control_id"], page.form_action(idx), data, None))
         elif k in ("delete_form", "modal_dialog", "comment", "logout", "signature_pad", "file_upload", "login_form"):
             page, idx = button_form(a, site, c["page"], c["control_id"])
@@ -1019,9 +1029,9 @@ def test_invalid_values_show_errors_and_change_nothing(base, sitemaps):
     for site in sitemaps:
         a = Client(base)
         for c in sitemaps[site]["controls"]:
-            if c["kind"] not in ("create_form", "edit_form"): continue
+            if c["kind"] not in (*CREATE_KINDS, "edit_form"): continue
             fields = fields_of(site, c["collection"])
-            good = fill_create(site, c, "invalid") if c["kind"] == "create_form" else {}
+            good = fill_create(site, c, "invalid") if c["kind"] in CREATE_KINDS else {}
             for fn in c["extra"]["fields"]:
                 for raw, why in invalid_raws(fields[fn]):
                     r, _, _ = submit(a, site, c, good | {fn: raw})
@@ -1035,7 +1045,7 @@ def test_invalid_values_show_errors_and_change_nothing(base, sitemaps):
                     if fields[fn]["type"] not in ("choice", "ref"): assert shown[fn] == raw, f"{fn}: the form lost the typed value"
                     assert a.stream("changes") == [], f"{c['control_id']}.{fn}={raw!r} changed data"
                     checked += 1
-            if c["kind"] == "create_form":          # a form with every field empty: one error per required field
+            if c["kind"] in CREATE_KINDS:          # a form with every field empty: one error per required field
                 r, _, _ = submit(a, site, c, {fn: ("" if fields[fn]["type"] != "bool" else None) for fn in c["extra"]["fields"]})
                 required = [fn for fn in c["extra"]["fields"] if fields[fn].get("required")]
                 if required:
@@ -1122,8 +1132,8 @@ def test_logged_out_session_is_sent_to_login_for_writes(base, sitemaps):
         writes = []
         for c in sm["controls"]:
             k, path = c["kind"], site_url(site, c["page"])
-            if k in ("create_form", "edit_form"): writes.append(("GET", path, {}))
-            if k in ("create_form", "edit_form"): writes.append(("POST", path, fill_create(site, c, "lo") if k == "create_form" else {}))
+            if k in (*CREATE_KINDS, "edit_form"): writes.append(("GET", path, {}))
+            if k in (*CREATE_KINDS, "edit_form"): writes.append(("POST", path, fill_create(site, c, "lo") if k in CREATE_KINDS else {}))
             if k in ("delete_form", "modal_dialog"): writes.append(("POST", path + "/delete", {}))
             if k == "comment": writes.append(("POST", path + "/comments", {"body": "hello"}))
             if k == "signature_pad": writes.append(("POST", path, {"signer": "Someone", "strokes": STROKES}))
@@ -1156,9 +1166,9 @@ def test_logged_out_session_is_sent_to_login_for_writes(base, sitemaps):
         assert a.page(site_url(site)).ctl("logout")
         if writes[0][0] == "GET": a.page(writes[0][1])                 # the write page opens now
         assert all("password" not in e["form"] and "csrf_token" not in e["form"] for e in a.stream("log"))
-        others = [s for s in sitemaps if s != site and any(c["kind"] in ("create_form", "edit_form") for c in sitemaps[s]["controls"])]
+        others = [s for s in sitemaps if s != site and any(c["kind"] in (*CREATE_KINDS, "edit_form") for c in sitemaps[s]["controls"])]
         for o in others[:1]:                                            # signing in to one site leaves the others signed out
-            c = next(c for c in sitemaps[o]["controls"] if c["kind"] in ("create_form", "edit_form"))
+            c = next(c for c in sitemaps[o]["controls"] if c["kind"] in (*CREATE_KINDS, "edit_form"))
             assert a.get(site_url(o, c["page"])).status_code in (302, 303)
 
 

@@ -8,6 +8,7 @@ __all__ = ['DRIVER_SCRIPTS', 'list_steps', 'calendar_steps', 'form_steps', 'nav_
 # %% ../../nbs/data/03b_driver_scripts.ipynb #bc43abd5
 from ..world.specs import USER
 from ..world.sites import load_sites
+from ..world.pages import WIZARD_STEP
 from .drivers import DriverError
 
 # %% ../../nbs/data/03b_driver_scripts.ipynb #c24054be
@@ -53,12 +54,14 @@ def calendar_steps(t, site, cid, fn, value) -> list:
 
 # %% ../../nbs/data/03b_driver_scripts.ipynb #01a65b22
 def form_steps(t) -> list:
-    "Every field of the task's form, as fill_form sets it (a dropdown chosen, a box ticked or not, text typed), then its submit."
+    """Every field of the task's form, as fill_form sets it (a dropdown chosen, a box ticked or not, text typed, a wizard's
+    Next after each of its steps), then its submit."""
     o, site = t["option"], load_sites()[t["site"]]
     kinds = {c.control_id: c.kind for c in site.controls}
-    out = []
-    for fn, text in o["fields"]:
+    out, step = [], WIZARD_STEP if kinds.get(o["form"]) == "wizard_form" else None
+    for k, (fn, text) in enumerate(o["fields"]):
         cid = f"{o['form']}-{fn}"
+        if step and k and k % step == 0: out.append({"do": "click", "control_id": o["form"], "part": "next"})   # a wizard's next step
         if kinds.get(cid) == "dropdown": out.append({"do": "select", "control_id": cid, "value": text, "text": text})
         elif kinds.get(cid) == "calendar_picker": out += calendar_steps(t, site, cid, fn, text)
         elif kinds.get(cid) == "autocomplete":       # typed, then chosen among the suggestions
@@ -66,7 +69,7 @@ def form_steps(t) -> list:
                     {"do": "click", "control_id": cid, "part": "option", "value": str(t["check"]["fields"][fn]), "text": text}]
         elif kinds.get(cid) == "checkbox": out.append({"do": "check", "control_id": cid, "on": text == "yes"})
         else: out.append({"do": "fill", "control_id": cid, "value": text})
-    return out + [{"do": "click", "control_id": o["form"]}]
+    return out + ([{"do": "click", "control_id": o["form"], "part": "next"}] if step else []) + [{"do": "click", "control_id": o["form"]}]
 
 # %% ../../nbs/data/03b_driver_scripts.ipynb #113af49c
 def nav_steps(t) -> list:
@@ -102,7 +105,7 @@ DRIVER_SCRIPTS = {   # macro -> (steps of its task, the answer its done gives or
                                *_click(t, part="submit")], None),
     **{m: lambda t: (form_steps(t), None) for m in ("create_entry", "edit_entry", "pick_date", "select_field_option", "enter_text")},
     "delete_entry": lambda t: (_click(t), None),
-    **{m: lambda t: (form_steps(t), None) for m in ("pick_from_suggestions", "pick_date_in_calendar")},
+    **{m: lambda t: (form_steps(t), None) for m in ("pick_from_suggestions", "pick_date_in_calendar", "create_with_wizard")},
     "fix_inline_error": lambda t: (_fix_steps(t), None),
     "answer_cookie_banner": lambda t: (_click(t, value=t["option"]["value"]), None),
     "read_toast": lambda t: (form_steps(t), t["option"]["code"]),

@@ -8,8 +8,8 @@ __all__ = ['ANY', 'BOX_JS', 'DESCRIBE_JS', 'THUMB_PX', 'CALENDAR_MOVES', 'SIGNAT
            'descriptor', 'event_target', 'css', 'Live', 'step', 'until', 'locate', 'into_view', 'settle', 'finish',
            'click', 'submit', 'type_into', 'query_holds', 'drag_slider', 'apply_list', 'drive_list', 'drive_count',
            'drive_report', 'drive_detail', 'drive_copy', 'drive_download', 'drive_upload', 'saved', 'pick_suggestion',
-           'pick_in_calendar', 'fill_form', 'drive_form', 'drive_delete', 'drive_comment', 'drive_login',
-           'drive_logout', 'drive_nav', 'drive_board', 'drive_signature']
+           'pick_in_calendar', 'fill_fields', 'wizard_step', 'fill_form', 'drive_form', 'drive_delete', 'drive_comment',
+           'drive_login', 'drive_logout', 'drive_nav', 'drive_board', 'drive_signature']
 
 # %% ../../nbs/data/03_drivers.ipynb #c20bcf09
 from ..agents import harness as H
@@ -407,11 +407,10 @@ async def pick_in_calendar(lv, cid, what, value, memory):
                          part="day", value=value): yield s
 
 # %% ../../nbs/data/03_drivers.ipynb #c774bf19
-async def fill_form(lv, t):
-    "Set every field of the task's option in its form, submit it, and make sure the site took it."
+async def fill_fields(lv, t, pairs, first=0):
+    "Set these (field, text) pairs of the task's form (`first`: how many fields of the form came before them)."
     o = t["option"]
-    start = lv.path
-    for k, (fn, text) in enumerate(o["fields"]):
+    for k, (fn, text) in enumerate(pairs, first):
         fcid, what = f"{o['form']}-{fn}", f"the {fn.replace('_', ' ')} field"
         async for s in locate(lv, fcid, what): yield s
         i, node = lv.found
@@ -430,8 +429,35 @@ async def fill_form(lv, t):
         else:
             yield step("input", {"index": i, "text": text, "clear": True}, node=node, value=text, memory=mem,
                        goal=f"Type {text} into {what}", after=f"{what} holds {text}")
+
+# %% ../../nbs/data/03_drivers.ipynb #94ba4174
+async def wizard_step(lv, form):
+    "None for a plain form; else 'review' or the names of the fields the wizard's current step shows."
+    if lv.find(form, part="next") is None and lv.find(form, part="back") is None: return None     # no step buttons: a plain form
+    js = f"""(() => {{ const f = document.querySelector('form[data-wizard][data-form-id={json.dumps(form)}]'); if (!f) return null;
+      const s = f.querySelector('fieldset.step:not([hidden])'); if (!s) return null; if (s.dataset.step === 'review') return 'review';
+      return Array.from(s.querySelectorAll('[data-control-id]')).map(e => e.dataset.controlId); }})()"""
+    got = await lv.js(js)
+    return got if got in (None, "review") else sorted({c[len(form) + 1:] for c in got if c.startswith(form + "-")})
+
+# %% ../../nbs/data/03_drivers.ipynb #ffdc17fd
+async def fill_form(lv, t):
+    "Set every field of the task's option in its form (a wizard's step by step), submit it, and make sure the site took it."
+    o, start = t["option"], lv.path
+    todo, done = list(o["fields"]), 0
+    for _ in range(len(todo) + 2):
+        shown = await wizard_step(lv, o["form"])
+        here = todo if shown is None else [p for p in todo if shown != "review" and p[0] in shown]
+        async for s in fill_fields(lv, t, here, done): yield s
+        todo, done = [p for p in todo if p not in here], done + len(here)
+        if shown in (None, "review"): break
+        async for s in click(lv, o["form"], "the Next button", f"This step is filled ({done} of {len(o['fields'])} fields);"
+                             " going on.", "the next step shows", part="next", tag="button"): yield s
+        async def moved(was=shown): return await wizard_step(lv, o["form"]) != was
+        async for s in settle(lv, moved, "the next step"): yield s
+    if todo: raise DriverError(f"the form never showed the fields {[fn for fn, _ in todo]}")
     async for s in click(lv, o["form"], "the submit button", "Every field is set; submitting the form.", "the form is saved",
-                         tag="button"): yield s
+                         tag="button", part=None): yield s
     async for s in saved(lv, start): yield s
 
 # %% ../../nbs/data/03_drivers.ipynb #6749a4cf
@@ -544,7 +570,7 @@ DRIVERS = {      # macro -> its driver; data.mechanics adds the real-web mechani
     "count_entries": drive_count, "report_information": drive_report, "open_detail": drive_detail,
     "copy_to_clipboard": drive_copy, "download_file": drive_download, "upload_file": drive_upload,
     **{m: drive_form for m in ("create_entry", "edit_entry", "pick_date", "select_field_option", "enter_text",
-                               "pick_from_suggestions", "pick_date_in_calendar")},
+                               "pick_from_suggestions", "pick_date_in_calendar", "create_with_wizard")},
     "delete_entry": drive_delete, "confirm_in_dialog": drive_delete, "add_comment": drive_comment,
     "authenticate_by_form": drive_login,
     "log_out": drive_logout, **{m: drive_nav for m in ("navigate_home", "follow_breadcrumb", "open_menu_item")},

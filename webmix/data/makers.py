@@ -241,7 +241,7 @@ def new_record(ctx, fields, fixed=None):
     return [(fn, (fixed or {}).get(fn, new_value(ctx.site, ctx.cname, fn, ctx.rng))) for fn in fields]
 
 # %% ../../nbs/data/02b_makers.ipynb #22cd9f9f
-@maker("create_entry")
+@maker("create_entry", "create_with_wizard")
 def make_create(ctx):
     form = ctx.c["control_id"]
     fields = ctx.c.get("extra", {}).get("fields") or form_fields(ctx, form)

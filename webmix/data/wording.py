@@ -222,6 +222,7 @@ TEMPLATES = {
 TEMPLATES["confirm_in_dialog"] = TEMPLATES["delete_entry"]   # a person asks for a deletion the same way, dialog or not
 TEMPLATES["pick_from_suggestions"] = TEMPLATES["select_field_option"]    # and for a reference, dropdown or autocomplete
 TEMPLATES["pick_date_in_calendar"] = TEMPLATES["pick_date"]              # and for a date, native input or calendar
+TEMPLATES["create_with_wizard"] = TEMPLATES["create_entry"]              # and for a new record, one page or in steps
 
 # %% ../../nbs/data/01_wording.ipynb #73d8055f
 def lower_label(label: str) -> str:

@@ -125,7 +125,7 @@ def history_marks(text: str) -> list:
 # %% ../../nbs/eval/02a_policy_prompt.ipynb #bb93c8f3
 SUBMIT_TEXT = {"login_form": "Sign in", "search": "Search", "date_range": "Apply dates", "sort": "Sort", "comment": "Post comment",
                "signature_pad": "Save signature", "file_upload": "Upload"}        # the button of a control's `submit` part
-BUTTON_TEXT = {"create_form": "Create", "edit_form": "Save changes", "delete_form": "Delete", "modal_dialog": "Delete",
+BUTTON_TEXT = {"create_form": "Create", "wizard_form": "Create", "edit_form": "Save changes", "delete_form": "Delete", "modal_dialog": "Delete",
                "logout": "Log out"}
 DIALOG_TEXT = {"confirm": "Delete", "cancel": "Cancel"}                # a modal dialog's buttons, by part
 CALENDAR_TEXT = {"open": "Choose date", "prev": "‹ Prev", "next": "Next ›", "prev_year": "« Year", "next_year": "Year »"}   # a calendar's buttons
@@ -271,6 +271,7 @@ def mechanic_look(s, c):
     if k == "busy_button": return look("button", c.label)
     if k == "consent_banner": return look("button", next((o["text"] for o in c.options if o["value"] == v), None))
     if k == "calendar_picker" and part in CALENDAR_TEXT: return look("button", CALENDAR_TEXT[part])
+    if k == "wizard_form" and part in ("next", "back"): return look("button", part.capitalize())
     if k == "calendar_picker" and part == "day": return look("button", str(int(str(v)[8:10])), after=look("button", CALENDAR_TEXT["next_year"]))
     return None
 

@@ -201,3 +201,51 @@ document.querySelectorAll(".toast").forEach(function (t) {      // a toast fades
   }
   document.querySelectorAll(".calpick").forEach(setup);
 })();
+document.querySelectorAll("form[data-wizard]").forEach(function (form) {      // a wizard: the form's fields in steps, then a review
+  var per = +form.dataset.wizard, submit = form.querySelector(":scope > button[type=submit]"), cid = submit.dataset.controlId;
+  var fields = Array.prototype.slice.call(form.querySelectorAll(":scope > .field")), steps = [], n = Math.ceil(fields.length / per);
+  function button(part, text) {
+    var b = document.createElement("button"); b.type = "button"; b.textContent = text; b.dataset.controlId = cid; b.dataset.part = part;
+    if (part === "back") b.className = "ghost";
+    return b;
+  }
+  function label(f) { var l = f.querySelector("label"); return l ? l.textContent.replace(/\s*\*$/, "") : ""; }
+  function value(f) {
+    var el = f.querySelector("select, textarea, input:not([type=hidden]), input[type=hidden]"), h = f.querySelector("input[type=hidden]");
+    if (!el) return "";
+    if (el.tagName === "SELECT") return el.value ? el.options[el.selectedIndex].text : "";
+    if (el.type === "checkbox") return el.checked ? "yes" : "no";
+    return el.value || (h ? h.value : "");
+  }
+  for (var i = 0; i < n; i++) {
+    var fs = document.createElement("fieldset"), lg = document.createElement("legend"), nav = document.createElement("div");
+    fs.className = "step"; fs.dataset.step = String(i + 1); lg.textContent = "Step " + (i + 1) + " of " + (n + 1); fs.append(lg);
+    fields.slice(i * per, (i + 1) * per).forEach(function (f) { fs.append(f); });
+    nav.className = "actions"; if (i > 0) nav.append(button("back", "Back")); nav.append(button("next", "Next")); fs.append(nav);
+    form.insertBefore(fs, submit); steps.push(fs);
+  }
+  var review = document.createElement("fieldset"), rl = document.createElement("legend"), dl = document.createElement("dl"), rnav = document.createElement("div");
+  review.className = "step"; review.dataset.step = "review"; rl.textContent = "Step " + (n + 1) + " of " + (n + 1) + ": review"; dl.className = "facts";
+  rnav.className = "actions"; rnav.append(button("back", "Back"), submit); review.append(rl, dl, rnav); form.append(review); steps.push(review);
+  var at = 0;
+  function show(k) {
+    at = k; steps.forEach(function (s, j) { s.hidden = j !== k; });
+    if (k === n) { dl.innerHTML = ""; fields.forEach(function (f) { var dt = document.createElement("dt"), dd = document.createElement("dd"); dt.textContent = label(f); dd.textContent = value(f); dl.append(dt, dd); }); }
+  }
+  function missing(step) {                                   // the step's required fields left empty: an error under each
+    var bad = 0;
+    step.querySelectorAll(".field").forEach(function (f) {
+      var old = f.querySelector(".wizard-error"); if (old) old.remove();
+      var l = f.querySelector("label"); if (!l || !/\*\s*$/.test(l.textContent) || value(f) !== "") return;
+      var p = document.createElement("p"); p.className = "error field-error wizard-error"; p.textContent = label(f) + " is required."; f.append(p); bad++;
+    });
+    return bad;
+  }
+  form.addEventListener("click", function (e) {
+    var b = e.target.closest("button[data-part]"); if (!b || b.dataset.controlId !== cid) return;
+    if (b.dataset.part === "next" && !missing(steps[at])) show(at + 1);
+    if (b.dataset.part === "back") show(at - 1);
+  });
+  var firstBad = steps.findIndex(function (s) { return s.querySelector(".field.invalid"); });   // the server refused: show that step
+  show(firstBad >= 0 ? firstBad : 0);
+});

@@ -81,6 +81,8 @@ CATALOG = [
        "Write and post a comment on a record's page."),
     _m("create_entry",         FORM,   "create_form",                        "",                 "follows",
        "Fill in a create form and submit it to add a record."),
+    _m("create_with_wizard",   FORM,   "wizard_form",                        "",                 "follows",
+       "Create a record through a form in steps: fill each step, go on with Next, check the review and submit."),
     _m("edit_entry",           FORM,   "edit_form",                          "",                 "follows",
        "Change fields of a record in its edit form and save it."),
     _m("delete_entry",         FORM,   "delete_form",                        "",                 "follows",

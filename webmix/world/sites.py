@@ -163,8 +163,8 @@ def _list_controls(site, p):
         out.append(Control(f"{pid}-new", path, "menu", f"New {p.get('title', pid).lower()} entry", options=[{"text": "New", "value": site.url(new)}]))
         out += _nav_controls(site, f"{pid}-create", new)
         out += _field_controls(site, pid, "create", new, cname, fields, "create", _widgets(p))
-        out.append(Control(f"{pid}-create", new, "create_form", f"Create {p.get('title', pid).lower()} entry", "", "form", [], [cname], cname,
-                           extra={"fields": fields}))
+        out.append(Control(f"{pid}-create", new, "wizard_form" if p["create"] == "wizard" else "create_form",
+                           f"Create {p.get('title', pid).lower()} entry", "", "form", [], [cname], cname, extra={"fields": fields}))
     one = f"{path}/1"
     if p.get("detail"):
         out += _nav_controls(site, f"{pid}-item", one)

@@ -100,6 +100,8 @@ def _check_page(src, i, p, collections):
     if p.get("delete") not in (None, False, True, "confirm"):      # confirm: a modal dialog asks first (kind modal_dialog)
         _fail(src, f"{where}.delete", f"true, false or confirm, not {p['delete']!r}")
     if p.get("more") not in (None, False, True): _fail(src, f"{where}.more", f"true or false, not {p['more']!r}")
+    if p.get("create") not in (None, False, True, "wizard"):     # wizard: the form in steps, with a review (kind wizard_form)
+        _fail(src, f"{where}.create", f"true, false or wizard, not {p['create']!r}")
     for name in p.get("autocomplete") or []:                      # a combobox stands for a reference's dropdown
         if fields.get(name, {}).get("type") != "ref": _fail(src, f"{where}.autocomplete", f"{name!r} is not a reference field of {c}")
     for name in p.get("datepicker") or []:                        # a calendar widget stands for the native date input
