@@ -520,6 +520,22 @@ async def stop_at_the_review(lv, t):
     async for s in D.finish(lv, "Filled in."): yield s
 
 
+async def pay_without_the_code(lv, t):
+    "The wrong way in a payment frame: the card number and expiry, no security code, then Pay now."
+    o, cid = t["option"], t["control"]["control_id"]
+    for part in ("number", "expiry"):
+        async for s in D.type_into(lv, cid, f"the {part}", o[part], "Typing the card.", part=part): yield s
+    async for s in D.click(lv, cid, "Pay now", "Paying.", "paid", part="submit"): yield s
+    async for s in D.finish(lv, "Paid."): yield s
+
+
+async def another_star(lv, t):
+    "The wrong way in a rating widget: a star next to the one asked for."
+    o = t["option"]
+    async for s in D.click(lv, t["control"]["control_id"], "a star", "Rating.", "rated", part="star", value=o["stars"] % 5 + 1): yield s
+    async for s in D.finish(lv, "Rated."): yield s
+
+
 NEW_MECHANICS = {"fix_inline_error": (("hr", "mail"), submit_as_said),
                  "pick_from_suggestions": (("hr", "library"), pick_another_suggestion),
                  "load_more_rows": (("bank", "tracker"), open_first_listed),
@@ -528,19 +544,22 @@ NEW_MECHANICS = {"fix_inline_error": (("hr", "mail"), submit_as_said),
                  "answer_cookie_banner": (("library", "events"), accept_the_other),
                  "read_toast": (("calendar", "tracker"), read_after_it_faded),
                  "pick_date_in_calendar": (("bank", "tracker"), day_of_the_shown_month),
-                 "create_with_wizard": (("bank", "travel"), stop_at_the_review)}
+                 "create_with_wizard": (("bank", "travel"), stop_at_the_review),
+                 "pay_in_frame": (("events", "travel"), pay_without_the_code),
+                 "rate_in_widget": (("recipes", "library"), another_star)}
 
 
 def test_real_web_mechanics_are_driven_right_and_fail_when_done_wrong(tmp_path):
-    """Nine mechanics in Chromium, two sites each: a formatted field refused with an inline error and written again
+    """Eleven mechanics in Chromium, two sites each: a formatted field refused with an inline error and written again
     in its format, a record picked from an autocomplete box's suggestions, a record reached through a list's Load more
     button, a page opened from a menu bar's submenu, a value fetched by a button that is disabled while its slow
     request runs, a cookie banner answered as asked, a confirmation code read off a toast before it fades, a date
-    picked in a calendar widget after moving to its month, a record created through a wizard's steps and review. Each
+    picked in a calendar widget after moving to its month, a record created through a wizard's steps and review, a
+    payment made in a form inside an iframe, a rating given with a web component's shadow-root buttons. Each
     scripted driver is kept; a wrong driver (the value left as the task said it, another suggestion picked, the first
     listed record opened, a neighbouring submenu page opened, the value read while the button was busy, the other
     banner button, the toast read after it faded, the day picked in the month the calendar opened on, a wizard left at
-    its review) fails its check."""
+    its review, a payment without its security code, another star) fails its check."""
     tasks = [next(t for t in make_tasks(site) if t["macro"] == m) for m, (sites, _) in NEW_MECHANICS.items() for site in sites]
     run_datagen(tmp_path / "right", tasks=tasks, ports=tuple(free_ports(1)), workers=1, progress=False)
     with pytest.MonkeyPatch.context() as mp:

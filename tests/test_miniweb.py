@@ -27,7 +27,7 @@ CONTROL_KINDS = ["dropdown", "checkbox", "radio", "tabs", "date_picker", "pagina
                   "create_form", "edit_form", "delete_form", "modal_dialog", "login_form", "logout", "menu", "breadcrumb", "detail_link",
                   "home_link", "drag_reorder", "slider", "signature_pad", "copy_button", "file_upload", "file_download",
                   "sort", "date_range", "formatted_field", "autocomplete", "load_more", "menu_bar", "busy_button",
-                  "consent_banner", "toast", "calendar_picker", "wizard_form"]
+                  "consent_banner", "toast", "calendar_picker", "wizard_form", "embedded_frame", "web_component"]
 CREATE_KINDS = ("create_form", "wizard_form")             # a wizard is a create form its page script shows in steps
 BROWSER_KINDS = ["drag_reorder", "signature_pad", "copy_button", "file_upload"]
 HTTP_KINDS = [k for k in CONTROL_KINDS if k not in BROWSER_KINDS]
@@ -554,6 +554,44 @@ def do_wizard(a, site, ctl):
     assert form["attrs"].get("data-wizard") == str(WIZARD_STEP) and len(ctl["extra"]["fields"]) > WIZARD_STEP
     return do_create(a, site, ctl)
 
+def do_pay(a, site, ctl):
+    "A payment frame: on the pages of records due to pay, a card form in an iframe; a bad card is refused inline, a good one pays."
+    pay, p = ctl["extra"], page_spec(site, ctl["page"])
+    row = next(r for r in seeded(site, ctl["collection"]) if r[pay["field"]] == pay["from"])
+    other = next(r for r in seeded(site, ctl["collection"]) if r[pay["field"]] != pay["from"])
+    record = site_url(site, f"{p['path']}/{row['id']}")
+    (frame,) = a.page(record).ctl(ctl["control_id"])
+    assert frame["tag"] == "iframe" and frame["attrs"]["src"] == record + "/pay"
+    assert [e["tag"] for e in a.page(site_url(site, f"{p['path']}/{other['id']}")).ctl(ctl["control_id"])] == ["p"], "a frame with nothing to pay"
+    form = a.page(frame["attrs"]["src"])
+    assert sorted(e["attrs"].get("data-part") for e in form.ctl(ctl["control_id"])) == ["cvc", "expiry", "number", "submit"]
+    token = dict(form.form_data(0))["csrf_token"]
+    m = a.mark()
+    bad = a.post(frame["attrs"]["src"], {"csrf_token": token, "number": "4242", "expiry": "2028-12", "cvc": ""})
+    assert bad.status_code == 422 and sorted(Page(bad.text).field_errors()) == ["cvc", "expiry", "number"] and a.new(m, "changes") == []
+    good = a.post(frame["attrs"]["src"], {"csrf_token": token, "number": "4242 4242 4242 4242", "expiry": "12/28", "cvc": "123"})
+    assert good.status_code == 200 and Page(good.text).ctl(ctl["control_id"])[0]["attrs"]["data-part"] == "done"
+    ch = a.new(m, "changes")
+    assert [(c["op"], c["id"], c["after"][pay["field"]]) for c in ch] == [("update", row["id"], pay["to"])], ch
+    assert [e["tag"] for e in a.page(record).ctl(ctl["control_id"])] == ["p"], "the frame stays after paying"
+    def probe(b): assert [e["tag"] for e in b.page(record).ctl(ctl["control_id"])] == ["iframe"], "the other session's record was paid too"
+    return [probe]
+
+def do_rate(a, site, ctl):
+    "A rating widget: a web component on every record page; its stars post 1 to 5, anything else is refused; no data changes."
+    p = page_spec(site, ctl["page"])
+    record = site_url(site, f"{p['path']}/{seeded(site, ctl['collection'])[0]['id']}")
+    page = a.page(record)
+    (widget,) = page.ctl(ctl["control_id"])
+    assert widget["tag"] == "wm-rating" and widget["attrs"]["data-post"] == record + "/rate"
+    token = next(e["attrs"]["data-csrf"] for e in page.els if e["tag"] == "body")
+    m = a.mark()
+    r = a.post(record + "/rate", {"stars": "4", "csrf_token": token})
+    assert r.status_code == 200 and r.json()["stars"] == 4
+    assert a.post(record + "/rate", {"stars": "9", "csrf_token": token}).status_code == 400
+    assert [(e["method"], e["path"], e["form"]) for e in a.new(m, "log")][0] == ("POST", record + "/rate", {"stars": "4"}) and a.new(m, "changes") == []
+    return []
+
 def do_download(a, site, ctl):
     page = a.page(site_url(site, ctl["page"]))
     links = page.ctl(ctl["control_id"])
@@ -743,7 +781,7 @@ HANDLERS = {"dropdown": do_dropdown, "checkbox": do_checkbox, "radio": do_filter
             "slider": do_slider, "file_download": do_download, "sort": do_sort, "date_range": do_date_range,
             "formatted_field": do_formatted, "autocomplete": do_autocomplete, "load_more": do_load_more, "menu_bar": do_nav,
             "busy_button": do_live, "consent_banner": do_consent, "toast": do_toast, "calendar_picker": do_calendar,
-            "wizard_form": do_wizard}
+            "wizard_form": do_wizard, "embedded_frame": do_pay, "web_component": do_rate}
 SESSION_FLAGS = {"login_form": {"logout": "1"},           # both sessions of a login test start logged out
                  "consent_banner": {"consent": "ask"}}      # and both of a cookie banner's test are asked
 

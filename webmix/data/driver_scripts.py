@@ -108,6 +108,9 @@ DRIVER_SCRIPTS = {   # macro -> (steps of its task, the answer its done gives or
     **{m: lambda t: (form_steps(t), None) for m in ("pick_from_suggestions", "pick_date_in_calendar", "create_with_wizard")},
     "fix_inline_error": lambda t: (_fix_steps(t), None),
     "answer_cookie_banner": lambda t: (_click(t, value=t["option"]["value"]), None),
+    "pay_in_frame": lambda t: ([{"do": "fill", "control_id": t["control"]["control_id"], "part": k, "value": t["option"][k]}
+                                for k in ("number", "expiry", "cvc")] + _click(t, part="submit"), None),
+    "rate_in_widget": lambda t: (_click(t, part="star", value=str(t["option"]["stars"])), None),
     "read_toast": lambda t: (form_steps(t), t["option"]["code"]),
     "open_submenu_item": lambda t: (_click(t, part="section", value=t["option"]["section"]) + _click(t, value=t["option"]["value"]), None),
     "read_live_value": lambda t: (_click(t) + [{"do": "wait", "control_id": t["control"]["control_id"], "part": "result"}], _answer(t["check"])),

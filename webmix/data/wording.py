@@ -154,6 +154,14 @@ TEMPLATES = {
         "Add {a_item} with {fields}, then tell me the confirmation code the site gives.",
         "Create {a_item} ({fields}) and report its confirmation code.",
         "Please add {a_item}: {fields}. What confirmation code does the site show?"],
+    "pay_in_frame": [
+        "Pay for {title} with my card {number}, expiry {expiry}, security code {cvc}.",
+        "Settle {title}: card {number}, valid until {expiry}, CVC {cvc}.",
+        "Use the card {number} (expires {expiry}, code {cvc}) to pay for {title}."],
+    "rate_in_widget": [
+        "Give {title} {stars} stars.",
+        "Rate {title} {stars} out of 5.",
+        "Leave a {stars}-star rating on {title}."],
     "load_more_rows": [
         "Find {title} among the {items} and open it.",
         "Open {title}; it is further down the {items} list.",

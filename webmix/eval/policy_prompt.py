@@ -260,7 +260,7 @@ def link_look(s, c, site):
 
 # %% ../../nbs/eval/02a_policy_prompt.ipynb #c2278d1b
 def mechanic_look(s, c):
-    "The element of a step on an autocomplete, load_more, menu_bar, busy_button or consent_banner control (else None)."
+    "The element of a step on one of the real-web mechanics' controls (None for other kinds, and for a plain field)."
     k, part, v = c.kind, s.get("part"), s.get("value")
     if k == "autocomplete" and part == "option": return look("li", s.get("text") or str(v))
     if k == "load_more": return look("a", "Load more")
@@ -272,6 +272,9 @@ def mechanic_look(s, c):
     if k == "consent_banner": return look("button", next((o["text"] for o in c.options if o["value"] == v), None))
     if k == "calendar_picker" and part in CALENDAR_TEXT: return look("button", CALENDAR_TEXT[part])
     if k == "wizard_form" and part in ("next", "back"): return look("button", part.capitalize())
+    if k == "embedded_frame" and part == "submit": return look("button", "Pay now")
+    if k == "embedded_frame": return look("input", id=f"pay-{part}")
+    if k == "web_component": return look("button", f"{v}★")
     if k == "calendar_picker" and part == "day": return look("button", str(int(str(v)[8:10])), after=look("button", CALENDAR_TEXT["next_year"]))
     return None
 
@@ -279,6 +282,8 @@ def mechanic_look(s, c):
 def control_look(s, c, site):
     "What the element of step `s` on control `c` shows (None: the policy does not know this kind of element)."
     do, part, k = s["do"], s.get("part"), c.kind
+    mechanic = mechanic_look(s, c)                # the real-web mechanics first: their parts mean their own elements
+    if mechanic is not None: return mechanic
     if part == "submit": return look("button", SUBMIT_TEXT[k]) if k in SUBMIT_TEXT else None
     if part == "clear": return look("button", "Clear")
     if k == "login_form": return look("input", name="username") if part == "username" else look("input", type="password")
@@ -288,8 +293,6 @@ def control_look(s, c, site):
     if do in ("fill", "select", "upload", "check"): return look(FIELD_TAGS, id=c.control_id)
     if k == "modal_dialog" and part in DIALOG_TEXT:    # the dialog's own buttons come after its question
         return look("button", DIALOG_TEXT[part], after=look(None, "This cannot be undone."))
-    mechanic = mechanic_look(s, c)
-    if mechanic is not None: return mechanic
     if k in BUTTON_TEXT: return look("button", BUTTON_TEXT[k])
     if k == "copy_button":
         on_record = "/1" in c.page                # a record page has one; a list has one per row, after the row's first column

@@ -249,3 +249,26 @@ document.querySelectorAll("form[data-wizard]").forEach(function (form) {      //
   var firstBad = steps.findIndex(function (s) { return s.querySelector(".field.invalid"); });   // the server refused: show that step
   show(firstBad >= 0 ? firstBad : 0);
 });
+if (window.customElements && !customElements.get("wm-rating")) {      // a rating widget: its stars live in its shadow root
+  customElements.define("wm-rating", class extends HTMLElement {
+    connectedCallback() {
+      if (this.shadowRoot) return;
+      var root = this.attachShadow({mode: "open"}), cid = this.dataset.controlId, post = this.dataset.post;
+      var csrf = document.body.dataset.csrf || "";
+      root.innerHTML = '<style>:host{display:block;margin:.8rem 0}button{font:inherit;margin-right:.3rem;padding:.3rem .6rem;cursor:pointer}' +
+        'output{display:block;margin-top:.4rem}</style><span part="label"></span> ';
+      root.querySelector("span").textContent = this.dataset.label + ": ";
+      for (var k = 1; k <= 5; k++) {
+        var b = document.createElement("button"); b.type = "button"; b.textContent = k + "★";
+        b.dataset.controlId = cid; b.dataset.part = "star"; b.dataset.value = String(k); b.setAttribute("aria-label", k + " of 5 stars");
+        root.append(b);
+      }
+      var out = document.createElement("output"); out.dataset.controlId = cid; out.dataset.part = "thanks"; root.append(out);
+      root.addEventListener("click", function (e) {
+        var b = e.target.closest("button"); if (!b) return;
+        fetch(post, {method: "POST", credentials: "same-origin", body: new URLSearchParams({stars: b.dataset.value, csrf_token: csrf})})
+          .then(function (r) { return r.json(); }).then(function (d) { out.textContent = d.text; });
+      });
+    }
+  });
+}

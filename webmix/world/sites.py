@@ -174,6 +174,10 @@ def _list_controls(site, p):
         if p.get("comments"): out.append(Control(f"{pid}-comment", one, "comment", "Add a comment", "body", "comment", [], ["comments"], "comments"))
         if p.get("toast") and p.get("create"):     # a created record's page confirms it with a toast (a live region)
             out.append(Control(f"{pid}-toast", one, "toast", "Confirmation", "", "toast", [], [cname], cname, extra={"form": f"{pid}-create"}))
+        if p.get("pay"):                      # a payment form in an iframe: its fields are in the frame's document
+            out.append(Control(f"{pid}-pay", one, "embedded_frame", "Payment", "", "form", [], [cname], cname, p["pay"]["field"], dict(p["pay"])))
+        if p.get("rate"):                     # a web component: its star buttons are in its shadow root
+            out.append(Control(f"{pid}-rate", one, "web_component", "Rate this", "stars", "rating", _opts(range(1, 6), lambda k: f"{k}★"), [cname], cname))
         if p.get("live"):                     # a slow request fetches the field; its button is disabled until it answers
             out.append(Control(f"{pid}-live", one, "busy_button", f"Check {_label(p['live'], coll['fields'][p['live']]).lower()}",
                                "", "live", [], [cname], cname, p["live"]))

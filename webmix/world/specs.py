@@ -66,7 +66,7 @@ COLLECTION_KEYS = {"label", "title_field", "fields", "rows", "order"}
 PAGE_KEYS = {"id", "path", "kind", "title", "collection", "columns", "filters", "search", "sort", "tabs",
              "per_page", "detail", "create", "edit", "delete", "comments", "copy", "download", "group",
              "order", "text", "facts", "fields", "more", "autocomplete", "live",
-             "toast", "datepicker"}
+             "toast", "datepicker", "pay", "rate"}
 
 def _check_field(src, cname, fname, f, collections):
     where = f"collections.{cname}.fields.{fname}"
@@ -104,6 +104,9 @@ def _check_page(src, i, p, collections):
         _fail(src, f"{where}.create", f"true, false or wizard, not {p['create']!r}")
     for name in p.get("autocomplete") or []:                      # a combobox stands for a reference's dropdown
         if fields.get(name, {}).get("type") != "ref": _fail(src, f"{where}.autocomplete", f"{name!r} is not a reference field of {c}")
+    pay = p.get("pay")                                            # a payment frame moves a record from one status to another
+    if pay is not None and not (isinstance(pay, dict) and {pay.get("from"), pay.get("to")} <= set(fields.get(pay.get("field"), {}).get("options") or [])):
+        _fail(src, f"{where}.pay", "field, from and to: a choice field of the collection and two of its options")
     for name in p.get("datepicker") or []:                        # a calendar widget stands for the native date input
         if fields.get(name, {}).get("type") != "date": _fail(src, f"{where}.datepicker", f"{name!r} is not a date field of {c}")
 
