@@ -428,6 +428,14 @@ def test_a_modal_dialog_confirmed_deletes_and_one_dismissed_fails_its_check(tmp_
         assert [s["element"].get("part") for s in steps if s["action"] == "click"] == [None, "confirm"], steps
 
 
+async def pick_then_save(lv, form, found, what):
+    "Click the element found (index, node), submit the form, and say it is done: the tail of the wrong form drivers."
+    i, node = found
+    yield D.step("click", {"index": i}, node=node, memory=f"Picking {what}.", goal="Pick it", after="picked")
+    async for s in D.click(lv, form, "the submit button", "Submitting.", "saved", tag="button"): yield s
+    async for s in D.finish(lv, "Saved."): yield s
+
+
 async def submit_as_said(lv, t):
     "The wrong way on a formatted field: type the value as the task says it, submit, and say it is done."
     o = t["option"]
@@ -445,10 +453,7 @@ async def pick_another_suggestion(lv, t):
     async for s in D.type_into(lv, cid, "the box", text[:2], "Typing the first letters.", part="query"): yield s
     other = lambda: next(((i, n) for i, n in lv.find_all(cid, part="option") if D.node_text(n) != text), None)
     async for s in D.settle(lv, lambda: other() is not None, "another suggestion"): yield s
-    i, node = other()
-    yield D.step("click", {"index": i}, node=node, memory="Picking a suggestion.", goal="Pick it", after="picked")
-    async for s in D.click(lv, o["form"], "the submit button", "Submitting.", "the form is saved", tag="button"): yield s
-    async for s in D.finish(lv, "Saved."): yield s
+    async for s in pick_then_save(lv, o["form"], other(), "a suggestion"): yield s
 
 
 async def open_first_listed(lv, t):
@@ -501,10 +506,8 @@ async def day_of_the_shown_month(lv, t):
     async for s in D.click(lv, cid, "the calendar", "Opening the calendar.", "open", part="open"): yield s
     async for s in D.settle(lv, lambda: lv.find(cid, part="day") is not None, "the calendar"): yield s
     same_day = [(i, n) for i, n in lv.find_all(cid, part="day") if (n.attributes or {}).get("data-value", "")[8:] == value[8:]]
-    i, node = next(((i, n) for i, n in same_day + lv.find_all(cid, part="day") if (n.attributes or {}).get("data-value") != value))
-    yield D.step("click", {"index": i}, node=node, memory="Picking the day.", goal="Pick it", after="picked")
-    async for s in D.click(lv, o["form"], "the submit button", "Submitting.", "saved", tag="button"): yield s
-    async for s in D.finish(lv, "Saved."): yield s
+    wrong = next(((i, n) for i, n in same_day + lv.find_all(cid, part="day") if (n.attributes or {}).get("data-value") != value))
+    async for s in pick_then_save(lv, o["form"], wrong, "the day"): yield s
 
 
 async def stop_at_the_review(lv, t):
