@@ -1422,3 +1422,35 @@ def test_variant_0_is_todays_pages_and_other_variants_keep_every_control():
     for bad in ("-1", "x", "10000", "1.5"):
         r = client.get("/_admin/session-flags", query_string={"variant": bad}, headers=ADMIN)
         assert r.status_code == 400 and r.get_json()["error"] == f"flag variant={bad!r} is malformed", r.get_json()
+
+
+def test_autocomplete_keyboard_and_wizard_steps_in_chromium(chromium, base, sitemaps):
+    """An autocomplete box picked with the keyboard alone (type, ArrowDown, Enter) saves the suggestion's record; a
+    wizard shows one step of its fields and does not move on while a required field of the step is empty."""
+    for site, ctl in browser_controls("autocomplete"):
+        if not ctl["extra"]["form"].endswith("-edit"): continue
+        s = BrowserSession(chromium, base)
+        s.goto(site_url(site, ctl["page"]))
+        to = fields_of(site, ctl["collection"])[ctl["field"]]["to"]
+        titles = [SITES[site].title_of(to, r) for r in seeded(site, to)]
+        target = next(t for t in reversed(titles) if titles.count(t) == 1 and not any(t != o and t in o for o in titles))
+        box = s.page.locator(f'[data-control-id="{ctl["control_id"]}"][data-part="query"]')
+        box.fill(target)
+        s.page.locator(f'[role=option][data-control-id="{ctl["control_id"]}"]').first.wait_for()
+        box.press("ArrowDown")
+        box.press("Enter")
+        hidden = s.page.locator(f'input[type=hidden][name="{ctl["field"]}"]')
+        want = next(r["id"] for r in seeded(site, to) if SITES[site].title_of(to, r) == target)
+        assert hidden.input_value() == str(want) and box.input_value() == target, (site, target)
+        m = s.admin.mark()
+        with s.page.expect_navigation(): s.page.locator(f'button[data-control-id="{ctl["extra"]["form"]}"]').click()
+        assert [c["after"][ctl["field"]] for c in s.admin.new(m, "changes")] == [want], site
+        s.close()
+    for site, ctl in browser_controls("wizard_form"):
+        s = BrowserSession(chromium, base)
+        s.goto(site_url(site, ctl["page"]))
+        steps = s.page.locator(f'form[data-form-id="{ctl["control_id"]}"] fieldset.step')
+        assert steps.count() == -(-len(ctl["extra"]["fields"]) // 3) + 1 and steps.nth(0).is_visible() and not steps.nth(1).is_visible()
+        s.page.locator(f'[data-control-id="{ctl["control_id"]}"][data-part="next"]').first.click()
+        assert s.page.locator(".wizard-error").count() > 0 and steps.nth(0).is_visible(), f"{site}: moved on with a required field empty"
+        s.close()

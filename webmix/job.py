@@ -40,6 +40,7 @@ async def walk_sitemaps(base, headless=True):
     from webmix.world.sites import load_sites
     rows = []
     async with H.browser(base, headless=headless) as bs:             # a fresh MiniWeb session, closed at the end
+        await HS.new_miniweb_session(bs, base, {"consent": "ask"})     # one asked about cookies: their banners are controls too
         for site in load_sites().values():
             for p in site.page_list:
                 url = base + site.url(p["path"])
