@@ -8,7 +8,7 @@ __all__ = ['DRIVER_SCRIPTS', 'list_steps', 'calendar_steps', 'form_steps', 'nav_
 # %% ../../nbs/data/03b_driver_scripts.ipynb #bc43abd5
 from ..world.specs import USER
 from ..world.sites import load_sites
-from ..world.pages import WIZARD_STEP
+from ..world.pages import CALENDAR_START, WIZARD_STEP
 from .drivers import DriverError
 
 # %% ../../nbs/data/03b_driver_scripts.ipynb #c24054be
@@ -41,7 +41,6 @@ def _months(ym: str) -> int: return int(ym[:4]) * 12 + int(ym[5:7]) - 1
 
 def calendar_steps(t, site, cid, fn, value) -> list:
     "A calendar widget's steps: open it, move by years then months from the month it opens on (the record's date, else the default), the day."
-    from webmix.world.pages import CALENDAR_START
     o = t["option"]
     cname = next(c.collection for c in site.controls if c.control_id == o["form"])
     row = next((r for r in site.rows[cname] if r["id"] == o["record"]), None) if o.get("record") else None

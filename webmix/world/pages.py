@@ -173,8 +173,8 @@ def suggest(site, p, fn):
     q = (request.args.get("q") or "").strip().casefold()[:MAX_SEARCH]
     if not q: return jsonify([])
     rows = g.sess.db(site).execute(f'SELECT * FROM "{to}" ORDER BY id').fetchall()
-    hits = [{"value": r["id"], "text": site.title_of(to, dict(r))} for r in rows if q in site.title_of(to, dict(r)).casefold()]
-    return jsonify(hits[:SUGGESTIONS])
+    titled = [{"value": r["id"], "text": site.title_of(to, dict(r))} for r in rows]        # each title made once
+    return jsonify([h for h in titled if q in h["text"].casefold()][:SUGGESTIONS])
 
 # %% ../../nbs/world/02f_pages.ipynb #b6941ea8
 LIVE_DELAY = 1.5
