@@ -8,20 +8,24 @@ import csv, io, json, re, socket, subprocess, sys, time
 from html.parser import HTMLParser
 from urllib.parse import parse_qsl, urljoin, urlsplit
 
+from pathlib import Path
+
 import pytest
 import requests
 
-from webmix.config import CHROMIUM, admin_headers
+from webmix.config import CHROMIUM, PKG_DIR, admin_headers, site_split
 from webmix.agents.session import open_session, playwright_session_sync
 import random
 from webmix.world.specs import SpecError, fill_format, format_example, loose_format
 from webmix.world.sites import load_site, load_sites, page_path
 from webmix.world.sessions import COOKIE
+from site_sample import sample_sites
 
 ADMIN = admin_headers()                   # this process's admin key: the module's server was started by it
 
 SITES = load_sites()                      # the oracle: seeded rows and specs of the same files the server serves
 SITEMAPS = {name: s.sitemap() for name, s in SITES.items()}
+SAMPLE = sample_sites()                   # the sites the request-heavy tests go through (every control kind among them)
 STREAMS = ("log", "changes", "clipboard", "record")
 CONTROL_KINDS = ["dropdown", "checkbox", "radio", "tabs", "date_picker", "pagination", "search", "text_field", "comment",
                   "create_form", "edit_form", "delete_form", "modal_dialog", "login_form", "logout", "menu", "breadcrumb", "detail_link",
@@ -179,7 +183,7 @@ def title_of(site, cname, row): return SITES[site].title_of(cname, row)
 def control(site, cid): return next(c for c in SITEMAPS[site]["controls"] if c["control_id"] == cid)
 
 def controls_of(kind):
-    return [(site, c) for site in sorted(SITEMAPS) for c in SITEMAPS[site]["controls"] if c["kind"] == kind]
+    return [(site, c) for site in SAMPLE for c in SITEMAPS[site]["controls"] if c["kind"] == kind]
 
 def _ordered(rows, order):
     key, desc = order.lstrip("-"), order.startswith("-")
@@ -797,6 +801,12 @@ def sitemaps(base):
     return live
 
 
+@pytest.fixture(scope="module")
+def sampled(sitemaps):
+    "The live sitemaps of the sampled sites."
+    return {n: sitemaps[n] for n in SAMPLE}
+
+
 def test_every_sitemap_page_renders_with_its_controls(base, sitemaps):
     a = Client(base, consent="ask")                       # so the sites that ask about cookies show their banner
     portal = a.page("/")
@@ -1041,9 +1051,9 @@ def form_posts(a, site):
                         {"id": card, "group": c["options"][-1]["value"], "position": "0", "csrf_token": tok}, None))
     return out
 
-def test_form_without_or_with_foreign_csrf_token_is_rejected(base, sitemaps):
+def test_form_without_or_with_foreign_csrf_token_is_rejected(base, sitemaps, sampled):
     foreign = Client(base).csrf(site_url(sorted(sitemaps)[0]))       # another session's valid token
-    for site in sitemaps:
+    for site in sampled:
         a = Client(base)
         posts = form_posts(a, site)
         assert posts, f"{site} has no form"
@@ -1062,9 +1072,9 @@ def test_form_without_or_with_foreign_csrf_token_is_rejected(base, sitemaps):
         assert a.stream("changes") == []
 
 
-def test_invalid_values_show_errors_and_change_nothing(base, sitemaps):
+def test_invalid_values_show_errors_and_change_nothing(base, sitemaps, sampled):
     checked = 0
-    for site in sitemaps:
+    for site in sampled:
         a = Client(base)
         for c in sitemaps[site]["controls"]:
             if c["kind"] not in (*CREATE_KINDS, "edit_form"): continue
@@ -1113,10 +1123,10 @@ def test_invalid_values_show_errors_and_change_nothing(base, sitemaps):
     assert checked, "no form field was checked"
 
 
-def test_unknown_site_or_page_is_a_404_page(base, sitemaps):
+def test_unknown_site_or_page_is_a_404_page(base, sampled):
     a = Client(base)
     paths = ["/sites/no-such-site", "/sites/no-such-site/products", "/no-such-path"]
-    for site, sm in sitemaps.items():
+    for site, sm in sampled.items():
         paths += [site_url(site, "/no-such-page"), site_url(site, "/no/such/page")]
         for pg in sm["pages"]:
             if pg["kind"] == "detail": paths += [site_url(site, pg["path"][:-2] + "/999999"), site_url(site, pg["path"][:-2] + "/1/nope")]
@@ -1161,8 +1171,8 @@ def test_malformed_admin_requests_get_400_json(base):
     assert flags["flags"] == {"logout": True, "cart": 3} and re.fullmatch(r"[0-9a-f]{24}", flags["session"])
 
 
-def test_logged_out_session_is_sent_to_login_for_writes(base, sitemaps):
-    for site, sm in sitemaps.items():
+def test_logged_out_session_is_sent_to_login_for_writes(base, sitemaps, sampled):
+    for site, sm in sampled.items():
         a = Client(base, logout="1")
         assert a.flags == {"logout": True}
         assert not a.page(site_url(site)).ctl("logout")
@@ -1252,6 +1262,24 @@ SPEC_ERRORS = [
     ("YAML syntax error", "columns: [name, price]", "columns: [name, price", ["YAML"]),
 ]
 
+def test_each_embedded_site_is_a_domain_of_its_own_in_the_split():
+    "No collection has another's fields (a schema copied and renamed), no site is another's numbered copy, every site is in the split once."
+    embedded = {n: s for n, s in SITES.items() if Path(s.src).parent == PKG_DIR / "sites"}
+    seen = {}
+    for name, site in sorted(embedded.items()):
+        engine_made = {p["collection"] for p in site.spec["pages"] if p["kind"] in ("signature", "upload")}   # their fields are fixed
+        for cname, c in site.spec["collections"].items():
+            if cname in engine_made: continue
+            shape = tuple(sorted((f, spec["type"]) for f, spec in c["fields"].items()))
+            assert shape not in seen, f"{name}.{cname} has the fields of {seen[shape]}"
+            seen[shape] = f"{name}.{cname}"
+    stem = {n: re.sub(r"[-_]?\d+$", "", n) for n in embedded}
+    copies = sorted(n for n in embedded if list(stem.values()).count(stem[n]) > 1)
+    assert not copies, f"numbered copies of a site: {copies}"
+    split = site_split()
+    assert sorted(split["train"] + split["test"]) == sorted(embedded)
+
+
 def test_good_spec_loads(tmp_path):
     f = tmp_path / "specsite.yaml"
     f.write_text(GOOD_SPEC.format(name="specsite"))
@@ -1281,9 +1309,9 @@ def outside_address():
     except OSError: return None
     return None if ip.startswith("127.") or ip == "0.0.0.0" else ip
 
-def test_admin_api_is_not_a_site_page(base, sitemaps):
+def test_admin_api_is_not_a_site_page(base, sampled):
     a = Client(base)
-    for site in sitemaps:
+    for site in sampled:
         for path in ("/_admin/log", "/_admin/session-flags", "/_admin/sites"):
             r = a.get(site_url(site, path))
             assert r.status_code == 404 and r.headers["Content-Type"].startswith("text/html")

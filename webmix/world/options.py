@@ -38,6 +38,7 @@ def use_sites_dir(where) -> None:
 class ListOptions:
     "list: how to show the sites"
     json: bool = option(False, "a JSON list instead of a table")
+    sheet: str | None = option(None, "also write a contact sheet to this PNG: one Chromium screenshot per site")
 
 # %% ../../nbs/world/90_options.ipynb #2823180c
 def sites_list(opts: ListOptions, where: SitesDir) -> int:
@@ -46,10 +47,14 @@ def sites_list(opts: ListOptions, where: SitesDir) -> int:
     from webmix.world.admin import site_summary
     use_sites_dir(where)
     rows = [site_summary(s) for s in load_sites().values()]
-    if opts.json: print(json.dumps(rows, indent=1)); return 0
-    w = max(len(r["name"]) for r in rows)
-    for r in rows:
-        print(f"{r['name']:<{w}}  {r['split']:<5}  {r['pages']:>2} pages  {len(r['control_kinds']):>2} control kinds  {', '.join(r['collections'])}")
+    if opts.json: print(json.dumps(rows, indent=1))
+    else:
+        w = max(len(r["name"]) for r in rows)
+        for r in rows:
+            print(f"{r['name']:<{w}}  {r['split']:<5}  {r['pages']:>2} pages  {len(r['control_kinds']):>2} control kinds  {', '.join(r['collections'])}")
+    if opts.sheet:
+        from webmix.world.sheet import make_contact_sheet
+        print(f"contact sheet of {len(rows)} sites: {make_contact_sheet(opts.sheet)}", file=sys.stderr if opts.json else sys.stdout)
     return 0
 
 # %% ../../nbs/world/90_options.ipynb #5088ffff
