@@ -10,6 +10,7 @@ a pasted value, so re-running this script after a site-spec change keeps the tas
 longer holds stops it with the task's name. tests/test_human_tasks.py then replays each script.json in Chromium.
 
     python scripts/make_human_tasks.py          # rewrite the tasks (only the folders that hold a script.json)
+    python scripts/make_human_tasks.py --sites pharmacy,dentist     # only these sites' tasks
 
 To add a task, append it to its first site's YAML file (tasks are written in file order):
 
@@ -618,8 +619,12 @@ def write(t):
     (d / "script.json").write_text(f'{{"steps": [\n  {steps}\n ],\n "answer": {json.dumps(script["answer"], ensure_ascii=False)},\n'
                                    f' "wrong": {json.dumps(script["wrong"], ensure_ascii=False)}}}\n')
 
-def main():
-    tasks = [t for site in SPLIT["test"] + SPLIT["train"] if (DECLARED / f"{site}.yaml").exists() for t in site_tasks(site)]
+def main(only=None):
+    "Write the tasks of every site with declarations, or of the sites in `only` (their folders alone are rewritten)."
+    sites = [x for x in SPLIT["test"] + SPLIT["train"] if (DECLARED / f"{x}.yaml").exists() and (not only or x in only)]
+    unknown = set(only or ()) - set(SPLIT["test"] + SPLIT["train"])
+    if unknown: raise SystemExit(f"make_human_tasks: not in data/site_split.json: {sorted(unknown)}")
+    tasks = [t for site in sites for t in site_tasks(site)]
     slugs = Counter(t.slug for t in tasks)
     assert max(slugs.values()) == 1, [s for s, n in slugs.items() if n > 1]
     for t in tasks: t.check()
@@ -634,4 +639,8 @@ def main():
           f" question {sum(bool(t.answer) for t in tasks)}")
 
 if __name__ == "__main__":
-    main()
+    import argparse
+    ap = argparse.ArgumentParser(description="write data/annotations/ from data/human_tasks/")
+    ap.add_argument("--sites", help="comma-separated: only these sites' declarations (default: every site's)")
+    a = ap.parse_args()
+    main(a.sites.split(",") if a.sites else None)
