@@ -37,7 +37,9 @@ def _gen_value(fname, f, row, n, rng, ref_sizes):
     gen, t = f.get("gen") or {}, f["type"]
     if "by" in gen:
         key = row.get(gen["by"])
-        if "values" in gen: return _fill(rng.choice(gen["values"][key]), gen, rng, n) if "{" in str(gen["values"][key][0]) else rng.choice(gen["values"][key])
+        if "values" in gen:                         # each category's templates, with {slots} filled in the one drawn
+            v = rng.choice(gen["values"][key])
+            return _fill(v, gen, rng, n) if "{" in str(v) else v
         lo, hi = gen["ranges"][key]
         return _number(f, lo, hi, rng)
     if gen.get("sequence"): return n
