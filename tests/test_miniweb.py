@@ -1260,6 +1260,9 @@ SPEC_ERRORS = [
     ("unknown filter widget", "widget: slider", "widget: knob", ["pages[1] (items).filters[0].widget", "knob"]),
     ("unknown page kind", "{id: login, kind: login", "{id: login, kind: portal", ["pages[2] (login).kind", "portal"]),
     ("YAML syntax error", "columns: [name, price]", "columns: [name, price", ["YAML"]),
+    ("an option YAML reads as a bool", "price: {type: money,", "state: {type: choice, options: [On, Off]}\n      price: {type: money,",
+     ["collections.items.fields.state.options", "quote"]),
+    ("a filter on a bool field", "price: {type: money, min: 1, max: 100}", "price: {type: bool}", ["pages[1] (items).filters[0].field", "bool"]),
 ]
 
 def test_each_embedded_site_is_a_domain_of_its_own_in_the_split():

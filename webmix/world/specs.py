@@ -74,6 +74,8 @@ def _check_field(src, cname, fname, f, collections):
     _known(src, where, f, FIELD_KEYS)
     if f.get("type") not in FIELD_TYPES: _fail(src, where + ".type", f"unknown field kind {f.get('type')!r}; one of {sorted(FIELD_TYPES)}")
     if f["type"] == "choice" and not f.get("options"): _fail(src, where + ".options", "a choice field needs options")
+    if f["type"] == "choice" and not all(isinstance(o, (str, int, float)) and not isinstance(o, bool) for o in f["options"]):
+        _fail(src, where + ".options", "options are text or numbers: quote Yes, No, On, Off (YAML reads them as true and false)")
     if f["type"] == "ref" and f.get("to") not in collections: _fail(src, where + ".to", f"broken reference to collection {f.get('to')!r}")
     if f.get("format") and (f["type"] != "text" or not FORMAT_PATTERN.fullmatch(str((f.get("gen") or {}).get("pattern", "")))):
         _fail(src, where + ".format", "a formatted field is text seeded from gen.pattern: literal text and {intN} digit runs")
@@ -95,6 +97,8 @@ def _check_page(src, i, p, collections):
     for j, flt in enumerate(p.get("filters") or []):
         if flt.get("widget") not in FILTER_WIDGETS: _fail(src, f"{where}.filters[{j}].widget", f"unknown control kind {flt.get('widget')!r}")
         if flt.get("field") not in fields: _fail(src, f"{where}.filters[{j}].field", f"broken reference to field {flt.get('field')!r}")
+        if fields[flt["field"]]["type"] == "bool":       # a list filters on the values it shows; a yes/no field shows none to pick
+            _fail(src, f"{where}.filters[{j}].field", f"{flt['field']!r} is a bool field: filter on a choice field with its two options")
     for k in ("tabs", "group", "copy", "order", "live"):
         if p.get(k) and p[k] not in fields: _fail(src, f"{where}.{k}", f"broken reference to field {p[k]!r} of {c}")
     if p.get("delete") not in (None, False, True, "confirm"):      # confirm: a modal dialog asks first (kind modal_dialog)
