@@ -1266,14 +1266,14 @@ SPEC_ERRORS = [
 ]
 
 def test_each_embedded_site_is_a_domain_of_its_own_in_the_split():
-    "No collection has another's fields (a schema copied and renamed), no site is another's numbered copy, every site is in the split once."
+    "No collection has another's fields and options (a schema copied and renamed), no site is another's numbered copy, every site is in the split once."
     embedded = {n: s for n, s in SITES.items() if Path(s.src).parent == PKG_DIR / "sites"}
     seen = {}
     for name, site in sorted(embedded.items()):
         engine_made = {p["collection"] for p in site.spec["pages"] if p["kind"] in ("signature", "upload")}   # their fields are fixed
         for cname, c in site.spec["collections"].items():
             if cname in engine_made: continue
-            shape = tuple(sorted((f, spec["type"]) for f, spec in c["fields"].items()))
+            shape = tuple(sorted((f, spec["type"], tuple(spec.get("options") or ())) for f, spec in c["fields"].items()))
             assert shape not in seen, f"{name}.{cname} has the fields of {seen[shape]}"
             seen[shape] = f"{name}.{cname}"
     stem = {n: re.sub(r"[-_]?\d+$", "", n) for n in embedded}
