@@ -174,12 +174,12 @@ def pick_option(ctx, c, args):
         fields = ctx.spec.get("search") or []
         rows = list_rows(ctx.site, ctx.pid, args)
         title_field = ctx.coll.get("title_field")
-        fields = sorted(fields, key=lambda fn: fn != title_field)[:1]       # names first: what people search for
-        for _ in range(10):
-            row = ctx.pick(rows)
-            words = [w for fn in fields for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", str(row.get(fn) or ""))
-                     if w.lower() not in STOPWORDS]
-            if words: return {"text": rng.choice(words)}
+        # names first: what people search for; a field of codes only (no word to type) gives way to the next one
+        for fn in sorted(fields, key=lambda fn: fn != title_field):
+            for _ in range(10):
+                row = ctx.pick(rows)
+                words = [w for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", str(row.get(fn) or "")) if w.lower() not in STOPWORDS]
+                if words: return {"text": rng.choice(words)}
         return None
     if k == "pagination":
         per = ctx.spec.get("per_page", 10)
