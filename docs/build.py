@@ -150,6 +150,7 @@ def build(out: Path, nbs_dir: Path) -> list:
     import plotly
     shutil.copyfile(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", out / "_static" / "plotly.min.js")
     shutil.copyfile(ROOT / "docs" / "site.css", out / "_static" / "site.css")
+    if (nbs_dir / "images").is_dir(): shutil.copytree(nbs_dir / "images", out / "images")   # the notebooks' pictures
     pages = []                                             # (file, title, notebook, wing)
     for p in nbs:
         nb = nbformat.read(p, as_version=4)
@@ -169,6 +170,8 @@ def build(out: Path, nbs_dir: Path) -> list:
     for f, title, nb, _ in pages:
         nb.metadata["title"] = f"{title} · webmix"
         nb.metadata.pop("widgets", None)                   # its state would need the widget manager from a CDN
+        for c in nb.cells:                                 # pages are flat: a notebook's ../images/ is the site's images/
+            if c.cell_type == "markdown": c.source = re.sub(r"\]\((?:\.\./)+images/", "](images/", c.source)
         needs = prepare(nb)
         res = {"webmix": {"pages": nav, "current": f, "plotly": needs}}
         try: body, _ = exporter.from_notebook_node(nb, resources=res)

@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
-jupyter nbconvert --to markdown --log-level=ERROR --stdout nbs/index.ipynb > README.md
+# the notebook links its pictures relative to nbs/; the README sits one folder up
+jupyter nbconvert --to markdown --log-level=ERROR --stdout nbs/index.ipynb | sed "s|](images/|](nbs/images/|g" > README.md
