@@ -32,6 +32,7 @@ from webmix.eval.policy_play import ADMIN_PATHS
 from webmix.eval.policy_prompt import current_url, request_text
 from webmix.data.tasks import all_tasks
 from webmix.config import annotations_dir
+from site_sample import sample_tasks
 from test_policy import episode_steps
 
 EVIDENCE_MACROS = ("copy_to_clipboard", "reorder_by_drag", "draw_signature", "upload_file", "filter_by_slider")
@@ -53,7 +54,7 @@ def no_judge(monkeypatch):
 def attacked_tasks(attack) -> list:
     human, made = human_tasks("all"), evidence_tasks()
     assert len(human) == len(list(annotations_dir().glob("*/*/task.json"))) and {t["macro"] for t in made} == set(EVIDENCE_MACROS)
-    if attack == "js": return human + made
+    if attack == "js": return sample_tasks(human, lambda t: t["site"]) + made   # WEBMIX_TEST_TASKS=all: every human-style task
     return list({t["site"]: t for t in human}.values()) + list({t["macro"]: t for t in made}.values())   # one a site, one a macro
 
 

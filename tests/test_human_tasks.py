@@ -21,13 +21,15 @@ from webmix.agents.session import playwright_session
 from webmix.world.checks import merge_server_log, verify_task
 from webmix.eval.evaluate import human_tasks
 from webmix.eval.policy_plans import wrong_script
+from site_sample import sample_tasks
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SPLIT = {k: set(v) for k, v in json.loads((DATA / "site_split.json").read_text()).items()}
 TEST_SITES, TRAIN_SITES = SPLIT["test"], SPLIT["train"]
 TASKS = sorted(p.parent for p in (DATA / "annotations").glob("*/*/script.json")
                if json.loads((p.parent / "task.json").read_text())["site"] in TEST_SITES | TRAIN_SITES)
-IDS = [f"{d.parent.name}/{d.name}" for d in TASKS]
+REPLAYED = sample_tasks(TASKS, lambda d: d.parent.name)      # the tasks replayed in Chromium (WEBMIX_TEST_TASKS=all: every one)
+IDS = [f"{d.parent.name}/{d.name}" for d in REPLAYED]
 UPLOAD = b"%PDF-1.4\n% a small file a person picked from their disk\n"
 
 # what an action on an element leads to: a page load, a download, rows a Load more link appends in place (the page script
@@ -213,14 +215,14 @@ def test_tasks_cover_both_splits():
     assert {FAMILY_OF[m.split("#")[0]] for _, t, _ in by_split["train"] for m in t["macros"]} == set(FAMILY_OF.values())
 
 
-@pytest.mark.parametrize("d", TASKS, ids=IDS)
+@pytest.mark.parametrize("d", REPLAYED, ids=IDS)
 def test_correct_run_passes(runs, d):
     task, verifier, script = load(d)
     r = verify_task(verifier, trajectory(runs, d, "correct"), script["answer"], task["instruction"])
     assert r["passed"], r["summary"]
 
 
-@pytest.mark.parametrize("d", TASKS, ids=IDS)
+@pytest.mark.parametrize("d", REPLAYED, ids=IDS)
 def test_wrong_run_fails(runs, d):
     task, verifier, script = load(d)
     w = script["wrong"]
