@@ -56,7 +56,9 @@ def value_matches(expected, got) -> bool:
     if isinstance(expected, (list, tuple)) or isinstance(got, (list, tuple)):
         return _strs(expected) == _strs(got)
     a, b = number(expected), number(got)
-    if a is not None and b is not None: return abs(a - b) < 1e-9
+    # equal as numbers up to float noise in the last digits; an absolute margin would let a long digit string such as a
+    # phone number written +1.4155550187 match another (+1.4155550178)
+    if a is not None and b is not None: return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
     return str(expected).strip() == str(got).strip()
 
 # %% ../../nbs/world/03_checks.ipynb #b10300c6
