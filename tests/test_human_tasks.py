@@ -9,6 +9,7 @@ macro, another value, or a wrong answer) must fail it, on the macro (or the answ
 A task is all on test sites or all on training sites, and evaluate's `--human-split` picks exactly the tasks of its side.
 Regenerate the tasks with scripts/make_human_tasks.py after a site-spec change."""
 import asyncio, json, re
+from collections import Counter
 from pathlib import Path
 from urllib.request import Request, urlopen
 
@@ -193,7 +194,7 @@ def split_of(task):
 
 
 def test_tasks_cover_both_splits():
-    """At least 120 tasks over the test sites and 180 over the training sites, none mixing the two; task.json and
+    """At least 120 tasks over the test sites and 180 over the training sites, 4 or more on each site, none mixing the two; task.json and
     verifier.json agree, with the catalog and the login rule; the training tasks cover every macro family; evaluate's
     --human-split test/train selects exactly the tasks of that side."""
     by_split = {"test": [], "train": []}
@@ -213,6 +214,8 @@ def test_tasks_cover_both_splits():
         assert sum("answer" in v for *_, v in got) >= questions, k
         assert {f"{d.parent.name}/{d.name}" for d, *_ in got} == {t["key"] for t in human_tasks(k)}, k
     assert {FAMILY_OF[m.split("#")[0]] for _, t, _ in by_split["train"] for m in t["macros"]} == set(FAMILY_OF.values())
+    per_site = Counter(t["site"] for got in by_split.values() for _, t, _ in got)
+    assert min(per_site.values()) >= 4, sorted(s for s, n in per_site.items() if n < 4)      # at least 4 on every site
 
 
 @pytest.mark.parametrize("d", REPLAYED, ids=IDS)
