@@ -7,6 +7,7 @@ __all__ = ['SHOT_SIZE', 'shot_path', 'shoot_sites', 'contact_sheet', 'make_conta
 
 # %% ../../nbs/world/02j_sheet.ipynb #eab8879d
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.request import Request, urlopen
 
@@ -34,8 +35,12 @@ SHOT_SIZE = (1280, 900)           # the agents' browser size
 
 def shoot_sites(base: str, names, out_dir, size=SHOT_SIZE) -> dict:
     "Screenshot each named site's `shot_path` page in one headless Chromium: {name: PNG path in out_dir}."
+    # Playwright's sync API refuses to run where an asyncio loop runs (a notebook's kernel): a thread of its own has none
+    with ThreadPoolExecutor(1) as pool: return pool.submit(_shoot, base, list(names), Path(out_dir), size).result()
+
+def _shoot(base, names, out_dir, size) -> dict:
     from playwright.sync_api import sync_playwright
-    out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
     sites, shots = load_sites(), {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
