@@ -51,6 +51,15 @@ def calendar_steps(t, site, cid, fn, value) -> list:
     return ([{"do": "click", "control_id": cid, "part": "open"}] + [{"do": "click", "control_id": cid, "part": m} for m in moves]
             + [{"do": "click", "control_id": cid, "part": "day", "value": value}])
 
+# %% ../../nbs/data/03b_driver_scripts.ipynb #2bce3503
+def _ref_id(t, site, fn, title):
+    "The id of the record a reference field of the task's form names by `title`: the check's, else the seeded row's."
+    fields = t["check"].get("fields") or {}              # a create's check holds it; read_toast's answers a code instead
+    if fn in fields: return fields[fn]
+    coll = site.pages[t["option"]["form"].rsplit("-", 1)[0]]["collection"]
+    to = site.collections[coll]["fields"][fn]["to"]
+    return next(r["id"] for r in site.rows[to] if site.title_of(to, r) == title)
+
 # %% ../../nbs/data/03b_driver_scripts.ipynb #01a65b22
 def form_steps(t) -> list:
     """Every field of the task's form, as fill_form sets it (a dropdown chosen, a box ticked or not, text typed, a wizard's
@@ -65,7 +74,7 @@ def form_steps(t) -> list:
         elif kinds.get(cid) == "calendar_picker": out += calendar_steps(t, site, cid, fn, text)
         elif kinds.get(cid) == "autocomplete":       # typed, then chosen among the suggestions
             out += [{"do": "fill", "control_id": cid, "part": "query", "value": text},      # the option's value is the record's id
-                    {"do": "click", "control_id": cid, "part": "option", "value": str(t["check"]["fields"][fn]), "text": text}]
+                    {"do": "click", "control_id": cid, "part": "option", "value": str(_ref_id(t, site, fn, text)), "text": text}]
         elif kinds.get(cid) == "checkbox": out.append({"do": "check", "control_id": cid, "on": text == "yes"})
         else: out.append({"do": "fill", "control_id": cid, "value": text})
     return out + ([{"do": "click", "control_id": o["form"], "part": "next"}] if step else []) + [{"do": "click", "control_id": o["form"]}]
