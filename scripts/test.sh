@@ -8,7 +8,7 @@ status=0
 echo "== notebook tests (nbdev-test --flags slow)"
 nbdev-test --flags slow --n-workers 1 || status=1
 echo "== pytest tests/"
-python -m pytest tests -q -p no:cacheprovider
+python -m pytest tests -q -p no:cacheprovider --durations=40
 rc=$?
 if [ $rc -eq 5 ]; then echo "pytest collected no tests: that is a failure here"; status=1
 elif [ $rc -ne 0 ]; then status=1; fi

@@ -8,20 +8,19 @@ __all__ = ['NORMALIZED', 'ROUTER_NOTES', 'QUIET_PREFS', 'RECORDER_WORLD', 'RECOR
            'HarnessSession', 'watch_downloads', 'make_session', 'browser_processes', 'close_session', 'Recorder',
            'recorder_setup', 'start_recorder', 'record_tab', 'flush_recorder', 'playwright_session',
            'playwright_session_sync', 'goto', 'evaluate', 'seen', 'session_id', 'admin_get', 'backend_state',
-           'session_flags', 'start_url', 'open_session', 'new_miniweb_session', 'prepare', 'session_evidence',
-           'BrowserPage', 'enable_clipboard']
+           'session_flags', 'start_url', 'new_miniweb_session', 'prepare', 'session_evidence', 'BrowserPage',
+           'enable_clipboard']
 
 # %% ../../nbs/agents/02c_session.ipynb #65e2913d
 import asyncio, json, os, shutil, tempfile
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
-from urllib.request import ProxyHandler, Request, build_opener
-from urllib.error import HTTPError
 from .offline import ActionResult, BrowserSession, SESSION_COOKIE, VIEWPORT, chromium_args, dies_with_parent
 import psutil
 from pydantic import PrivateAttr
 from .pacing import settle_clicks
-from ..config import ADMIN_TIMEOUT_S, CHROMIUM, admin_headers, at_exit, setup_env
+from ..config import ADMIN_TIMEOUT_S, CHROMIUM, at_exit, setup_env
+from ..world.admin_client import admin_json, open_session, session_cookie
 from ..records import datagen_flags
 from ..config import kill_family
 
@@ -239,7 +238,7 @@ class Recorder:
         except ValueError: return
         if not isinstance(report, dict): return
         stream = "clipboard" if report.pop("stream", None) == "clipboard" else "record"
-        _get_json(f"{self.base}/_admin/{stream}?" + urlencode({"session": self.sid}), ADMIN_TIMEOUT_S, report)
+        admin_json(f"{self.base}/_admin/{stream}?" + urlencode({"session": self.sid}), ADMIN_TIMEOUT_S, report)
 
     def on_binding(self, event, session_id=None) -> None:
         "The event handler in an event loop: forward the report behind the ones before it."
@@ -296,7 +295,7 @@ def _wire(cdp, base, sid) -> list:
 async def playwright_session(context, page, base: str, flags: dict | None = None) -> str:
     "A fresh MiniWeb session for an async Playwright `page` of `context`, its recorder on; -> the session id."
     got = await asyncio.to_thread(open_session, base, flags)
-    await context.add_cookies([_cookie_for(base, got)])
+    await context.add_cookies([session_cookie(base, got)])
     cdp = await context.new_cdp_session(page)
     for method, params in _wire(cdp, base, got["session"]): await cdp.send(method, params)
     return got["session"]
@@ -305,7 +304,7 @@ async def playwright_session(context, page, base: str, flags: dict | None = None
 def playwright_session_sync(context, page, base: str, flags: dict | None = None) -> str:
     "`playwright_session` for the sync Playwright API."
     got = open_session(base, flags)
-    context.add_cookies([_cookie_for(base, got)])
+    context.add_cookies([session_cookie(base, got)])
     cdp = context.new_cdp_session(page)
     for method, params in _wire(cdp, base, got["session"]): cdp.send(method, params)
     return got["session"]
@@ -366,17 +365,6 @@ async def seen(bs) -> str:
     "The text visible in the viewport now."
     return await evaluate(bs, VISIBLE_TEXT) or ""
 
-# %% ../../nbs/agents/02c_session.ipynb #348f3eb7
-_NO_PROXY = build_opener(ProxyHandler({}))          # loopback reads never go through an environment proxy
-
-def _get_json(url: str, timeout=ADMIN_TIMEOUT_S, body: dict | None = None):
-    "An admin request with the admin key (see config.admin_key): a GET, or a POST of `body` as JSON."
-    data = None if body is None else json.dumps(body).encode()
-    try:
-        with _NO_PROXY.open(Request(url, data=data, headers=admin_headers()), timeout=timeout) as r: return json.loads(r.read())
-    except HTTPError as e:
-        raise RuntimeError(f"{'GET' if data is None else 'POST'} {url}: HTTP {e.code}: {e.read()[:300].decode(errors='replace')}") from None
-
 # %% ../../nbs/agents/02c_session.ipynb #1b7a5a5b
 async def session_id(bs, base: str) -> str | None:
     "The MiniWeb session the browser holds for `base` (its session cookie), or None."
@@ -392,7 +380,7 @@ async def admin_get(bs, base: str, path: str):
     sid = await session_id(bs, base)
     url = base.rstrip("/") + path
     if sid: url += ("&" if "?" in path else "?") + urlencode({"session": sid})
-    return await asyncio.to_thread(_get_json, url)
+    return await asyncio.to_thread(admin_json, url)
 
 # %% ../../nbs/agents/02c_session.ipynb #537173a7
 async def backend_state(bs, base: str):
@@ -410,21 +398,11 @@ def start_url(base: str, task: dict) -> str:
     "The URL a task starts on, on the MiniWeb server `base`."
     return base + task["start"]["url"]
 
-# %% ../../nbs/agents/02c_session.ipynb #4a0ec15c
-def open_session(base: str, flags: dict | None = None) -> dict:
-    "A fresh MiniWeb session on `base` with these flags: {session, flags, cookie} (for any client; browsers: below)."
-    return _get_json(f"{base.rstrip('/')}/_admin/session-flags" + ("?" + urlencode(flags) if flags else ""))
-
-# %% ../../nbs/agents/02c_session.ipynb #2cd1d6d0
-def _cookie_for(base, got) -> dict:
-    "The browser cookie of a session `open_session` opened."
-    return {"name": got["cookie"], "value": got["session"], "url": base.rstrip("/") + "/", "httpOnly": True, "sameSite": "Lax"}
-
 # %% ../../nbs/agents/02c_session.ipynb #99de2846
 async def new_miniweb_session(bs, base: str, flags: dict | None = None) -> str:
     "A fresh MiniWeb session on `base` with these flags, handed to the browser as its cookie, its recorder on; -> its id."
     got = await asyncio.to_thread(open_session, base, flags)
-    await bs._cdp_client_root.send.Storage.setCookies(params={"cookies": [_cookie_for(base, got)]})
+    await bs._cdp_client_root.send.Storage.setCookies(params={"cookies": [session_cookie(base, got)]})
     await start_recorder(bs, base, got["session"])
     return got["session"]
 

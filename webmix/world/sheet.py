@@ -6,15 +6,13 @@
 __all__ = ['SHOT_SIZE', 'shot_path', 'shoot_sites', 'contact_sheet', 'make_contact_sheet']
 
 # %% ../../nbs/world/02j_sheet.ipynb #eab8879d
-import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.request import Request, urlopen
 
 from PIL import Image, ImageDraw, ImageFont
 
-from ..config import CHROMIUM, admin_headers, split_of
-from .sessions import COOKIE
+from ..config import CHROMIUM, split_of
+from .admin_client import open_session, session_cookie
 from .sites import load_sites, page_path
 
 # %% ../../nbs/world/02j_sheet.ipynb #c2ef83ae
@@ -22,13 +20,6 @@ def shot_path(site) -> str:
     "The URL path a site is pictured by: its first list page (rows of its own data), else its home page."
     first = next((p for p in site.spec["pages"] if p["kind"] == "list"), None)
     return site.url(page_path(first)) if first else site.url()
-
-# %% ../../nbs/world/02j_sheet.ipynb #537b6ff1
-def _session_cookie(base: str) -> dict:
-    "A fresh MiniWeb session on `base`, as a Playwright cookie."
-    with urlopen(Request(f"{base}/_admin/session-flags", headers=admin_headers()), timeout=30) as r:
-        got = json.load(r)
-    return {"name": COOKIE, "value": got["session"], "url": base + "/"}
 
 # %% ../../nbs/world/02j_sheet.ipynb #b6a0b65b
 SHOT_SIZE = (1280, 900)           # the agents' browser size
@@ -47,7 +38,7 @@ def _shoot(base, names, out_dir, size) -> dict:
         try:
             for name in names:
                 ctx = browser.new_context(viewport={"width": size[0], "height": size[1]})
-                ctx.add_cookies([_session_cookie(base)])
+                ctx.add_cookies([session_cookie(base, open_session(base))])
                 page = ctx.new_page()
                 r = page.goto(base + shot_path(sites[name]), wait_until="load")
                 if not r or r.status != 200: raise RuntimeError(f"{name}: {shot_path(sites[name])} answered {r and r.status}")
