@@ -79,3 +79,26 @@ def test_every_option_is_declared_once_in_a_record():
     "No module but the one generic builder (webmix.command) calls add_argument."
     callers = [n for n, path in modules().items() if "add_argument(" in path.read_text() and n != "webmix.command"]
     assert not callers, callers
+
+
+def test_numbers_out_of_range_stop_in_one_line_before_any_folder_and_version_prints():
+    "A count below its floor (or not a number at all) stops the command in one line naming the flag; nothing is written."
+    cases = [(["datagen", "--workers", "0"], "--workers must be at least 1, not 0"),
+             (["datagen", "--limit", "-1"], "--limit must be at least 0, not -1"),
+             (["plan-data", "--chains", "0"], "--chains must be at least 1, not 0"),
+             (["evaluate", "--arm", "base", "--temperature", "nan"], "--temperature must be a finite number, not nan"),
+             (["main", "--eval-premature", "1.5"], "--eval-premature must be at most 1, not 1.5")]
+    for argv, said in cases:
+        out = ROOT / "data" / "never-made"
+        argv = argv if argv[0] == "main" else [*argv, "--out", str(out)]
+        p = subprocess.run(["webmix", *argv], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert p.returncode != 0 and p.stderr.strip().splitlines() == [f"webmix {argv[0]}: {said}"], (argv, p.stderr)
+        assert not out.exists()
+    p = subprocess.run(["webmix", "--version"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    from webmix import __version__
+    assert p.returncode == 0 and p.stdout.strip() == f"webmix {__version__}"
+    # the Python API refuses the same numbers (the engine's keywords as well as a record's fields)
+    from webmix.command import split_options
+    from webmix.data.options import DatagenOptions
+    import pytest
+    with pytest.raises(ValueError, match="--per-control must be at least 1, not 0"): split_options(DatagenOptions, {"per_control": 0})

@@ -306,6 +306,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'webmix.command.RunOptions': ('command.html#runoptions', 'webmix/command.py'),
                                 'webmix.command.RunOptions.engine': ('command.html#runoptions.engine', 'webmix/command.py'),
                                 'webmix.command.add_command': ('command.html#add_command', 'webmix/command.py'),
+                                'webmix.command.check_ranges': ('command.html#check_ranges', 'webmix/command.py'),
                                 'webmix.command.command_args': ('command.html#command_args', 'webmix/command.py'),
                                 'webmix.command.deciding_settings': ('command.html#deciding_settings', 'webmix/command.py'),
                                 'webmix.command.flag_of': ('command.html#flag_of', 'webmix/command.py'),

@@ -8,7 +8,7 @@ __all__ = ['COMMANDS', 'parser', 'refusal', 'main']
 # %% ../nbs/90_cli.ipynb #6ad8a36f
 import sys
 
-from . import config
+from . import __version__, config
 from .command import BadOptions, parser as command_parser, run_command
 from .job import MAIN
 from .world.options import COMMANDS as WORLD
@@ -22,7 +22,7 @@ COMMANDS = (*WORLD, MAIN, *DATA, *EVAL, *VIEWS)
 # %% ../nbs/90_cli.ipynb #a75ef262
 def parser():
     "The parser of every webmix command."
-    return command_parser(COMMANDS, "webmix", "webmix: a workbench for training and evaluating web-browsing agents")
+    return command_parser(COMMANDS, "webmix", "webmix: a workbench for training and evaluating web-browsing agents", __version__)
 
 # %% ../nbs/90_cli.ipynb #80ae308e
 def refusal(e: BaseException) -> bool:

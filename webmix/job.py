@@ -18,13 +18,13 @@ from .config import DEFAULT_PORTS, DEFAULT_WORKERS, comma_list, ports_arg
 class MainOptions:
     "main: what the main job builds"
     ports: list = option(DEFAULT_PORTS, "MiniWeb server ports, one per worker", type=ports_arg)
-    workers: int = option(DEFAULT_WORKERS, "browsers running at once")
+    workers: int = option(DEFAULT_WORKERS, "browsers running at once", min=1)
     pool_sites: tuple = option(("shop", "kanban"), "training sites the pool is built on")
-    pool_tasks: int = option(0, "at most this many datagen tasks for the pool (0: all of those sites')")
-    chains: int = option(20, "planner chains to build")
+    pool_tasks: int = option(0, "at most this many datagen tasks for the pool (0: all of those sites')", min=0)
+    chains: int = option(20, "planner chains to build", min=1)
     seed: int = option(0, "seed of the task and chain draws (and of the stand-in policy's faults)")
-    eval_tasks: int = option(6, "human-style test tasks of the short evaluation (0: none)")
-    eval_premature: float = option(0.5, "the stand-in policy's share of premature dones")
+    eval_tasks: int = option(6, "human-style test tasks of the short evaluation (0: none)", min=0)
+    eval_premature: float = option(0.5, "the stand-in policy's share of premature dones", min=0, max=1)
     walk_only: bool = option(False, "only walk the sitemaps in Chromium and print the table")
     headful: bool = option(False, "show the browser windows")
     sites_dir: str | None = option(None, "a folder of your own site specs, served beside the embedded sites")

@@ -68,6 +68,8 @@ class WorkerServer:
     def start(self) -> str:
         from webmix.world.servers import Servers, free_ports, port_free
         port = self.port if self.port and port_free(self.port) else free_ports(1)[0]
+        if self.port and port != self.port and not self.restarts:        # said once: the run goes on, on another port
+            print(f"webmix: port {self.port} is in use; a worker's MiniWeb server takes port {port} instead", file=sys.stderr)
         self.srv = Servers(ports=[port], first_cpu=self.cpu).__enter__()
         self.port = port
         return self.base
@@ -382,7 +384,11 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
     if backend not in BACKENDS: raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     out, shard = Path(out), parse_shard(shard)
     ready_out(out)
-    workers = max(1, workers or config.DEFAULT_WORKERS)
+    workers = config.DEFAULT_WORKERS if workers is None else workers
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a whole number of at least 1, not {workers!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"limit must be a whole number of at least 0 (0: all), not {limit!r}")
     ports = list(ports or [])[:workers]
     ports += [None] * (workers - len(ports))            # a worker without a port of its own gets a free one
     with folder_lock(out, shard):

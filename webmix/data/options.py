@@ -39,9 +39,9 @@ class TasksOptions:
     split: str = option("all", "the sites of this split", choices=("train", "test", "all"))
     sites: tuple | None = option(None, "comma-separated site names (default: every site of the split)")
     macros: tuple | None = option(None, "comma-separated macros (default: all)")
-    per_control: int = option(1, "tasks per (control, macro)")
+    per_control: int = option(1, "tasks per (control, macro)", min=1)
     seed: int = option(0, "seed of the draw")
-    limit: int = option(0, "only the first N tasks, as datagen's --limit runs them (0: all)")
+    limit: int = option(0, "only the first N tasks, as datagen's --limit runs them (0: all)", min=0)
     sites_dir: str | None = option(None, "a folder of your own site specs, beside the embedded sites")
 
 # %% ../../nbs/data/90_options.ipynb #92538b45
@@ -70,7 +70,7 @@ class DatagenOptions:
     "datagen: which tasks"
     sites: tuple | None = option(None, "comma-separated site names (default: all)")
     macros: tuple | None = option(None, "comma-separated macros (default: all)")
-    per_control: int = option(1, "tasks per (control, macro)")
+    per_control: int = option(1, "tasks per (control, macro)", min=1)
     seed: int = option(0, "seed of the draw")
     variants: int = option(1, "run each task on the site variants 0 to K-1 (world.variants; 0: the spec's pages)", metavar="K")
     variant: int | None = option(None, "run each task on site variant N only", metavar="N")
@@ -118,14 +118,14 @@ def pool_cmd(o: PoolOptions) -> int:
 @dataclass(frozen=True, kw_only=True)
 class PlanDataOptions:
     "plan-data: which chains"
-    chains: int = option(40, "chains to sample")
+    chains: int = option(40, "chains to sample", min=1)
     seed: int = option(0, "seed of the draw")
     pool: str | None = option(None, "file of kept trajectory ids to chain (default: every kept trajectory)")
     runs: list | None = option(None, "run folders, or folders of runs, holding the kept trajectories (default: <data>/runs)",
                                nargs="+", metavar="DIR")
     sizes: tuple = option((2, 3, 4), "chain lengths to draw from, e.g. 2,3,4", type=int_list)
-    budget: int = option(MAX_STEPS, "specialist steps the reports count down from")
-    planner_turns: int = option(VERSIONS[DEFAULT_VERSION]["max_turns"], "the planner's turn cap its prompt shows")
+    budget: int = option(MAX_STEPS, "specialist steps the reports count down from", min=1)
+    planner_turns: int = option(VERSIONS[DEFAULT_VERSION]["max_turns"], "the planner's turn cap its prompt shows", min=1)
     memory_model: str | None = option(None, "OpenAI-compatible model writing merged requests and final messages")
     memory_url: str | None = option(None, "its base URL, e.g. http://127.0.0.1:8400/v1")
 

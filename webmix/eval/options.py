@@ -49,14 +49,14 @@ class EvalOptions:
     gate_done: bool = option(False, "oracle: the router turns a premature done into macro_done")
     gate_note: bool = option(False, "--gate-done that also tells the specialist the steps left")
     planner_name: str = option(DEFAULT_BASE_NAME, "agent_planner: the planner's served model")
-    sub_cap: int = option(15, "agent_planner: steps per delegated step")
-    planner_turns: int = option(12, "agent_planner: the planner's own turns")
+    sub_cap: int = option(15, "agent_planner: steps per delegated step", min=1)
+    planner_turns: int = option(12, "agent_planner: the planner's own turns", min=1)
     agent_version: str = option("v1", f"agent_planner: the planner agent's version ({', '.join(VERSIONS)})")
-    temperature: float = option(0.0, "sampling temperature of every model call")
-    max_tokens: int = option(1024, "reply budget per model call")
-    max_steps: int = option(0, f"step cap of a single agent (0: {MAX_STEPS})")
-    timeout: float = option(600.0, "seconds one episode's agent may run; a timed-out episode keeps the steps it took")
-    repeats: int = option(1, "episodes per task")
+    temperature: float = option(0.0, "sampling temperature of every model call", min=0, max=2)
+    max_tokens: int = option(1024, "reply budget per model call", min=1)
+    max_steps: int = option(0, f"step cap of a single agent (0: {MAX_STEPS})", min=0)
+    timeout: float = option(600.0, "seconds one episode's agent may run; a timed-out episode keeps the steps it took", min=1)
+    repeats: int = option(1, "episodes per task", min=1)
     variants: int = option(1, "run each task on the site variants 0 to K-1 (world.variants; 0: the spec's pages)",
                            metavar="K", deciding=False)        # each variant's episodes are units of their own (<id>~v<N>)
     variant: int | None = option(None, "run each task on site variant N only", metavar="N", deciding=False)
@@ -132,7 +132,7 @@ class ServeCmdOptions:
     adapters_dir: str = option("adapters", "one folder per adapter name")
     names: tuple = option(ADAPTERS, "the adapters to serve")
     served_name: str = option(DEFAULT_BASE_NAME, "the base model's served name")
-    port: int = option(8400, "the server's port")
+    port: int = option(8400, "the server's port", min=1024, max=65535)
     run: bool = option(False, "start it")
 
 # %% ../../nbs/eval/90_options.ipynb #bb9ce7d0
@@ -150,7 +150,7 @@ def serve_cmd_cmd(o: ServeCmdOptions) -> int:
 @dataclass(frozen=True, kw_only=True)
 class PolicyOptions:
     "serve-policy: what the stand-in plays"
-    port: int = option(8400, "loopback port of its OpenAI-compatible server")
+    port: int = option(8400, "loopback port of its OpenAI-compatible server", min=1024, max=65535)
     faults: str | None = option(None, "fault probabilities: premature=0.5,wrong_element=0.1 (every model) or rest:skip_step=0.2")
     seed: int = option(0, "seed of the fault draws")
     tasks_dir: str | None = option(None, "a folder of task folders (task.json, script.json, verifier.json); default: data/annotations")
@@ -175,19 +175,19 @@ class OnlineOptions:
     model: str = option(DEFAULT_BASE_NAME, "the base model's served name")
     vllm: str = option("http://127.0.0.1:8400/v1", "the OpenAI-compatible server's /v1 URL",
                        deciding=False)                         # where the models are served; their names are the settings
-    temperature: float = option(0.0, "sampling temperature")
-    max_steps: int = option(MAX_STEPS, "base: agent steps; agent: the specialists' site-action budget")
-    timeout: float = option(1800.0, "seconds an episode's agent may run; a timed-out episode keeps the steps it took")
+    temperature: float = option(0.0, "sampling temperature", min=0, max=2)
+    max_steps: int = option(MAX_STEPS, "base: agent steps; agent: the specialists' site-action budget", min=1)
+    timeout: float = option(1800.0, "seconds an episode's agent may run; a timed-out episode keeps the steps it took", min=1)
     agent_version: str = option(DEFAULT_VERSION, "agent: the planner agent's version", choices=tuple(VERSIONS))
     planner_name: str = option(DEFAULT_BASE_NAME, "agent: the planner's served model")
-    planner_turns: int | None = option(None, "agent: the planner's turn cap (default: the version's)")
+    planner_turns: int | None = option(None, "agent: the planner's turn cap (default: the version's)", min=1)
     adapters: tuple = option(ONLINE_ADAPTERS, "agent: the family adapters the server serves")
     fallback: str | None = option("pooled", "agent: the model of a family without its adapter")
     hint_field: str | None = option(None, "base: a task field appended to the task as a privileged hint, kept out of every record")
     record_rows: bool = option(False, "base: write the episode's steps as training rows (the hint stripped) in <task>/rows/")
     pace_dir: str | None = option(None, "a node-local folder of per-website locks shared by every run "
                                   "(default: <data>/runs/pace)", deciding=False)   # when an episode starts, not what it does
-    pace_cooldown: float = option(120.0, "seconds between two episodes on one website (none on loopback)", deciding=False)
+    pace_cooldown: float = option(120.0, "seconds between two episodes on one website (none on loopback)", deciding=False, min=0)
 
     def __post_init__(self):
         if self.bench not in BENCHES: raise ValueError(f"unknown benchmark {self.bench!r} (benchmarks: {', '.join(BENCHES)})")
@@ -248,8 +248,8 @@ class ModelOptions:
     model: str | None = option(None, f"the model: a gemini-* name (Gemini's API), or a name served at --base-url "
                                f"(default: none, the scripted stand-ins; the reference runs used {MODEL})")
     base_url: str | None = option(None, "an OpenAI-compatible server's /v1 URL (vLLM or any other)")
-    timeout: float = option(MODEL_TIMEOUT_S, "seconds one model request may take")
-    workers: int = option(8, "model requests at once")
+    timeout: float = option(MODEL_TIMEOUT_S, "seconds one model request may take", min=1)
+    workers: int = option(8, "model requests at once", min=1)
 
     def spec(self) -> dict | None:
         "The model to call, or None when no server is named (then the stand-ins start)."
@@ -266,8 +266,8 @@ def default_tasks_file() -> Path:
 class ProposeOptions:
     "propose: how many tasks, where"
     out: str = option(str(default_tasks_file()), "the tasks file (JSON lines) to append to")
-    per_site: int = option(140, "tasks per site")
-    batch: int = option(20, "tasks asked for per request")
+    per_site: int = option(140, "tasks per site", min=1)
+    batch: int = option(20, "tasks asked for per request", min=1)
     sites: tuple | None = option(None, "comma-separated sites (default: the training sites)")
     seed: int = option(20261008, "seed of the focus pages")
 
@@ -288,7 +288,7 @@ def propose_cmd(o: ProposeOptions, m: ModelOptions) -> int:
 class JudgedRun:
     "judge: which run"
     run: str = option(help="an evaluation run folder", positional=True)
-    retries: int = option(3, "tries per episode before it is reported as not judged")
+    retries: int = option(3, "tries per episode before it is reported as not judged", min=1)
 
 # %% ../../nbs/eval/90_options.ipynb #1365a6fe
 @dataclass(frozen=True, kw_only=True)
@@ -332,7 +332,7 @@ class RowsOptions:
     run: str = option(help="an evaluation run folder, judged", positional=True)
     out: str = option(help="the rows folder")
     tasks: str | None = option(None, "the tasks file whose order is kept (default: the run's)")
-    budget: int = option(BUDGET, "at most this many steps (rows), whole episodes")
+    budget: int = option(BUDGET, "at most this many steps (rows), whole episodes", min=1)
     judge: str | None = option(None, "the judge records (default: <run>_judge)")
 
 # %% ../../nbs/eval/90_options.ipynb #980ac29e
@@ -354,8 +354,8 @@ class JudgeOptions:
     method: str = option("webjudge", "which judge", choices=METHODS)
     validate: bool = option(False, "compare the judge with the verifiers of an evaluation run")
     figure: str | None = option(None, "--validate: also write the figure to this HTML file")
-    score_threshold: int = option(SCORE_THRESHOLD, "webjudge: screenshots scoring at least this are shown to the outcome call")
-    retries: int = option(3, "tries per episode before it is reported as not judged")
+    score_threshold: int = option(SCORE_THRESHOLD, "webjudge: screenshots scoring at least this are shown to the outcome call", min=1, max=5)
+    retries: int = option(3, "tries per episode before it is reported as not judged", min=1)
 
 # %% ../../nbs/eval/90_options.ipynb #142eaaec
 def judge_cmd(o: JudgeOptions, m: ModelOptions) -> int:
