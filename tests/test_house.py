@@ -102,3 +102,15 @@ def test_numbers_out_of_range_stop_in_one_line_before_any_folder_and_version_pri
     from webmix.data.options import DatagenOptions
     import pytest
     with pytest.raises(ValueError, match="--per-control must be at least 1, not 0"): split_options(DatagenOptions, {"per_control": 0})
+
+
+def test_the_python_api_says_an_unknown_name_or_a_missing_run_in_one_line():
+    "Sites as a list or one comma-separated string; an unknown site or macro is one KeyError line naming it; a missing run folder too."
+    import pytest
+    from webmix.data.tasks import all_tasks
+    from webmix.eval.episode import load_results
+    assert all_tasks("shop, bank", ["open_detail"]) == all_tasks(["shop", "bank"], ["open_detail"]) != []
+    for sites, macros, said in (("shopp", None, "unknown site shopp (there are: "), (["shop"], "nosuch", "unknown macro nosuch (there are: ")):
+        with pytest.raises(KeyError) as e: all_tasks(sites, macros)
+        assert str(e.value).startswith(said) and "\n" not in str(e.value)
+    with pytest.raises(FileNotFoundError, match="no run folder or results file at"): load_results(ROOT / "data" / "no-such-run")

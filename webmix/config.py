@@ -9,9 +9,9 @@ __all__ = ['PKG_DIR', 'SITES_DIR', 'TEMPLATES_DIR', 'STATIC_DIR', 'SCHEMAS_DIR',
            'MODEL_TIMEOUT_S', 'AGENT_STEP_TIMEOUT_S', 'ADMIN_TIMEOUT_S', 'ADMIN_HEADER', 'CHROMIUM', 'OPENAI_KEY_VARS',
            'GEMINI_KEY_VARS', 'OFFLINE_ENV', 'PROCESS_SUBDIRS', 'data_dir', 'runs_dir', 'annotations_dir',
            'extra_sites_dirs', 'site_split', 'split_of', 'append_jsonl', 'jsonl_lines', 'json_lines',
-           'write_json_atomic', 'short', 'comma_list', 'int_list', 'ports_arg', 'check_folder_name', 'chain_timeout_s',
-           'admin_key', 'admin_headers', 'env_key', 'openai_base_url', 'ray_address', 'judge_settings', 'tmp_base',
-           'kill_family', 'at_exit', 'setup_env']
+           'write_json_atomic', 'short', 'comma_list', 'int_list', 'UnknownName', 'check_names', 'ports_arg',
+           'check_folder_name', 'chain_timeout_s', 'admin_key', 'admin_headers', 'env_key', 'openai_base_url',
+           'ray_address', 'judge_settings', 'tmp_base', 'kill_family', 'at_exit', 'setup_env']
 
 # %% ../nbs/00_config.ipynb #048a030b
 import json, os
@@ -117,6 +117,18 @@ def int_list(s) -> tuple:
     except ValueError: raise ArgumentTypeError(f"want comma-separated whole numbers, not {s!r}") from None
     if not v: raise ArgumentTypeError("want at least one number")
     return v
+
+# %% ../nbs/00_config.ipynb #fa78410b
+class UnknownName(KeyError):
+    "A name (a site's, a macro's, ...) that is not among those there are."
+    def __str__(self): return str(self.args[0])          # a KeyError's own str would quote the whole message
+
+def check_names(kind: str, asked, known) -> list:
+    "`asked` (a list, one comma-separated string, or None: none) as a list when each is in `known`; else UnknownName, in one line."
+    names = comma_list(asked) if isinstance(asked, str) else list(asked or [])
+    bad = [str(n) for n in names if n not in known]
+    if bad: raise UnknownName(f"unknown {kind} {', '.join(bad)} (there are: {', '.join(sorted(known))})")
+    return names
 
 # %% ../nbs/00_config.ipynb #3f8b18d1
 def ports_arg(s) -> list:

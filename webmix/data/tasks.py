@@ -11,8 +11,8 @@ import json, random
 from collections import defaultdict
 from pathlib import Path
 
-from ..world.catalog import macros_for_control
-from ..config import comma_list, split_of
+from ..world.catalog import MACROS, macros_for_control
+from ..config import check_names, comma_list, split_of
 from ..world.sites import load_sites
 from .task_context import Ctx
 from .makers import MAKERS
@@ -20,7 +20,7 @@ from .makers import MAKERS
 # %% ../../nbs/data/02_tasks.ipynb #1fff573c
 def make_tasks(site_name, per_control=1, seed=0, macros=None, sites_dir=None) -> list:
     "Task dicts for every control of a site's sitemap (see the format above)."
-    site = load_sites(sites_dir)[site_name]
+    site = load_sites(sites_dir)[check_names("site", [site_name], load_sites(sites_dir))[0]]
     smap = site.sitemap()
     out, seen = [], set()
     for c in smap["controls"]:
@@ -47,7 +47,8 @@ def interleave(tasks) -> list:
 # %% ../../nbs/data/02_tasks.ipynb #77656a25
 def all_tasks(sites=None, macros=None, per_control=1, seed=0, sites_dir=None) -> list:
     "Interleaved tasks of several sites (default: every site)."
-    names = sites or sorted(load_sites(sites_dir))
+    names = check_names("site", sites, load_sites(sites_dir)) if sites else sorted(load_sites(sites_dir))
+    macros = check_names("macro", macros, MACROS) if macros else macros
     return interleave([t for s in names for t in make_tasks(s, per_control, seed, macros, sites_dir)])
 
 # %% ../../nbs/data/02_tasks.ipynb #398d3209

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import config
 from ..command import Command, RunOptions, command_args, option
-from ..config import MAX_STEPS, MODEL_TIMEOUT_S
+from ..config import MAX_STEPS, MODEL_TIMEOUT_S, check_names
 from ..agents.versions import DEFAULT_VERSION, VERSIONS
 
 # %% ../../nbs/eval/90_options.ipynb #d642cc56
@@ -277,8 +277,7 @@ def propose_cmd(o: ProposeOptions, m: ModelOptions) -> int:
     from webmix.world.sites import load_sites
     from webmix.eval.propose import propose
     sites = list(o.sites) if o.sites else None
-    bad = [s for s in sites or [] if s not in load_sites()]
-    if bad: raise SystemExit(f"webmix taskgen propose: --sites: unknown site(s) {', '.join(bad)} (see `webmix sites list`)")
+    check_names("site", sites or [], load_sites())
     counts = propose(o.out, sites, o.per_site, o.batch, o.seed, m.workers, m.spec())
     print(f"{sum(counts.values())} tasks for {len(counts)} sites appended to {o.out}")
     return 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from ..config import CHROMIUM, split_of
+from ..config import CHROMIUM, check_names, split_of
 from .admin_client import open_session, session_cookie
 from .sites import load_sites, page_path
 
@@ -70,9 +70,7 @@ def make_contact_sheet(out, names=None, port=None, cols=6) -> Path:
     from tempfile import TemporaryDirectory
     from webmix.world.servers import Servers, free_ports
     sites = load_sites()
-    names = list(names or sorted(sites))
-    unknown = [n for n in names if n not in sites]
-    if unknown: raise KeyError(f"unknown site(s) {unknown}; known: {sorted(sites)}")
+    names = check_names("site", names, sites) if names else sorted(sites)
     captions = {n: f"{n} · {split_of(n)} · {sites[n].title}" for n in names}
     with Servers(ports=[port or free_ports(1)[0]]) as srv, TemporaryDirectory() as tmp:
         return contact_sheet(shoot_sites(srv.bases[0], names, tmp), out, captions, cols=cols)

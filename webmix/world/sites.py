@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 from werkzeug.security import generate_password_hash
 
-from ..config import SITES_DIR, extra_sites_dirs, split_of
+from ..config import SITES_DIR, check_names, extra_sites_dirs, split_of
 from .specs import USER, SpecError, _fail, validate_spec
 from .seed import seed_rows
 
@@ -356,5 +356,4 @@ def load_sites(sites_dir=None) -> dict:
 def sitemap(name, sites_dir=None) -> dict:
     "The sitemap of one site: {name, pages: [{path, title}], controls: [{control_id, page, kind, label, name, options, tables}]}."
     sites = load_sites(sites_dir)
-    if name not in sites: raise KeyError(f"unknown site {name!r}; known: {sorted(sites)}")
-    return sites[name].sitemap()
+    return sites[check_names("site", [name], sites)[0]].sitemap()
