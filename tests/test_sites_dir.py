@@ -92,3 +92,76 @@ def test_a_broken_sites_dir_stops_every_command_in_one_line_before_it_starts(tmp
             err = p.stderr.strip().splitlines()
             assert p.returncode == 1 and len(err) == 1 and str(d) in err[0], (why, cmd, p.stderr[-600:])
     assert not (tmp_path / "o").exists() and not (tmp_path / "e").exists()
+
+
+OWN = """
+name: lockers
+title: Harbour Lockers
+doc: Rent a locker at the harbour, by the day.
+collections:
+  lockers:
+    title_field: code
+    fields:
+      code: {type: text, required: true, unique: true, format: true, gen: {pattern: "L-{int3}"}}
+      floor: {type: choice, options: [1, 2, 3], gen: {values: [1, 2, 2]}}
+      rate: {type: money, min: 0, max: 9, step: 0.01}
+    rows: 150
+  claims:
+    title_field: title
+    fields:
+      title: {type: text, required: true}
+      note: {type: longtext}
+    rows: 0
+pages:
+  - {id: home, kind: home, path: /, title: Home, text: Lockers by the day.}
+  - {id: lockers, kind: list, path: /lockers, title: Lockers, collection: lockers, columns: [code, floor, rate], detail: true,
+     create: true, filters: [{widget: dropdown, field: floor, label: Floor}, {widget: slider, field: rate, label: Rate}]}
+  - {id: claims, kind: list, path: /claims, title: Claims, collection: claims, columns: [title], detail: true, search: [title],
+     edit: true, create: true}
+"""
+
+
+def test_a_spec_of_ones_own_with_number_options_a_fine_step_unique_codes_and_an_empty_list(tmp_path):
+    "What a new spec writer reaches for works: number options, a 0.01 slider step, unique formatted codes, a list left empty."
+    from webmix.data.tasks import all_tasks
+    (tmp_path / "lockers.yaml").write_text(OWN)
+    site = load_sites(sites_dir=tmp_path)["lockers"]
+    codes = [r["code"] for r in site.rows["lockers"]]
+    assert len(set(codes)) == 150 and all(len(c) == 5 and c.startswith("L-") and c[2:].isdigit() for c in codes)
+    assert site.collections["lockers"]["fields"]["floor"]["options"] == ["1", "2", "3"]
+    assert {r["floor"] for r in site.rows["lockers"]} == {"1", "2"}
+    tasks = all_tasks(["lockers"], sites_dir=tmp_path)
+    macros = {t["macro"] for t in tasks}
+    assert {"filter_by_slider", "filter_by_dropdown", "create_entry"} <= macros, macros
+    slider = next(t for t in tasks if t["macro"] == "filter_by_slider")
+    assert 0 < float(slider["option"]["value"]) < 9
+
+
+OWN_COMMENTS = ("  claims:\n", "  comments:\n    fields: {body: {type: text}}\n  claims:\n")
+
+
+@pytest.mark.parametrize("changes, said", [
+    ([("step: 0.01", "step: 0")], "collections.lockers.fields.rate.step: a slider's step is a number above 0"),
+    ([("      note: {type: longtext}", "      id: {type: int}")], "collections.claims.fields.id: id is every record's own key"),
+    ([("      note: {type: longtext}", "      check-in: {type: date}")], "collections.claims.fields.check-in: a field name is letters, digits and _"),
+    ([("gen: {values: [1, 2, 2]}", "gen: {values: [1, 4]}")], "collections.lockers.fields.floor.gen.values: a choice field's seeded values are some of its options"),
+    ([("path: /claims", "path: claims")], "pages[2] (claims).path: a page's path starts with /"),
+    ([("columns: [title], detail: true,", "columns: [title],")], "pages[2] (claims): edit need detail: true"),
+    ([OWN_COMMENTS, ("edit: true, create: true}", "edit: true, create: true, comments: true}")],
+     "collections.comments: comments: true on a page keeps its comments in a collection of that name"),
+    ([("      title: {type: text, required: true}", "      title: {type: text, required: true, gen: {from: note}}")],
+     "collections.claims.fields.title.gen.from: 'note' is not a field declared above 'title'"),
+    ([("field: floor, label: Floor", "field: code, label: Code")], None),        # allowed: a dropdown over a text field
+    ([OWN_COMMENTS], None),                                                       # ... and a collection named comments, unused
+])
+def test_a_spec_mistake_stops_at_load_in_one_line_naming_where(tmp_path, changes, said):
+    spec = OWN
+    for old, new in changes:
+        assert old in spec
+        spec = spec.replace(old, new, 1)
+    (tmp_path / "lockers.yaml").write_text(spec)
+    if said is None:
+        assert "lockers" in load_sites(sites_dir=tmp_path)
+        return
+    with pytest.raises(SpecError) as e: load_sites(sites_dir=tmp_path)
+    assert said in str(e.value) and "\n" not in str(e.value), str(e.value)

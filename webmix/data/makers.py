@@ -130,6 +130,7 @@ def listed_row(ctx):
 def make_report(ctx):
     if not ctx.pid or ctx.page.get("kind") != "list": return None
     args, prefix, row = listed_row(ctx)
+    if row is None: return None                        # an empty list: nothing to ask about
     title_field = ctx.coll.get("title_field") or next(iter(ctx.coll["fields"]))
     fields = [fn for fn, f in ctx.coll["fields"].items() if f["type"] in ASKABLE and not f.get("hidden") and fn != ctx.spec.get("live")
               and fn != title_field and row.get(fn) not in (None, "")]

@@ -5,10 +5,11 @@ builds, and the options of list-page controls."""
 
 # %% auto #0
 __all__ = ['MID_SHARE', 'COSMETIC', 'PREFIX_MACRO', 'STOPWORDS', 'list_rows', 'page_rows', 'query_url', 'Ctx', 'task_id',
-           'make_task', 'req', 'filter_query', 'pick_option', 'option_text', 'pick_prefix', 'prefixed_option']
+           'make_task', 'req', 'filter_query', 'slider_stops', 'pick_option', 'option_text', 'pick_prefix',
+           'prefixed_option']
 
 # %% ../../nbs/data/02a_task_context.ipynb #23329f93
-import hashlib, json, re
+import hashlib, json, math, re
 from urllib.parse import urlencode
 
 from werkzeug.datastructures import MultiDict
@@ -142,6 +143,14 @@ def filter_query(c, option) -> dict:
 # %% ../../nbs/data/02a_task_context.ipynb #a708a283
 def _nonempty(ctx, args, q): return len(list_rows(ctx.site, ctx.pid, {**args, **q})) > 0
 
+# %% ../../nbs/data/02a_task_context.ipynb #b2cb288d
+def slider_stops(lo, hi, step, most=60) -> list:
+    "The inner stops of a slider from `lo` to `hi` by `step` (any positive step, 0.01 too), at most `most` of them, evenly spread."
+    n = int(round((hi - lo) / step)) if step and step > 0 else 0
+    ks = range(1, n) if n - 1 <= most else sorted({round(1 + j * (n - 2) / (most - 1)) for j in range(most)})
+    digits = max(0, -math.floor(math.log10(step))) if step and step < 1 else 0
+    return [int(v) if float(v).is_integer() else v for v in (round(lo + k * step, digits + 2) for k in ks)]
+
 # %% ../../nbs/data/02a_task_context.ipynb #3ebf8db0
 def pick_option(ctx, c, args):
     "An option for list control c under `args` whose list is not empty, or None."
@@ -160,7 +169,7 @@ def pick_option(ctx, c, args):
     if k == "slider":
         lo, hi, step = c["extra"]["min"], c["extra"]["max"], c["extra"]["step"]
         total = len(list_rows(ctx.site, ctx.pid, args))
-        grid = [v for v in range(int(lo) + int(step), int(hi), int(step))
+        grid = [v for v in slider_stops(lo, hi, step)
                 if 0 < len(list_rows(ctx.site, ctx.pid, {**args, c["name"]: str(v)})) < total]
         v = ctx.pick(grid)
         return None if v is None else {"value": v, "min": lo, "max": hi, "step": step}
@@ -178,6 +187,7 @@ def pick_option(ctx, c, args):
         for fn in sorted(fields, key=lambda fn: fn != title_field):
             for _ in range(10):
                 row = ctx.pick(rows)
+                if row is None: return None            # an empty list: nothing to search for
                 words = [w for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", str(row.get(fn) or "")) if w.lower() not in STOPWORDS]
                 if words: return {"text": rng.choice(words)}
         return None

@@ -73,6 +73,9 @@ def seed_rows(site_name, cname, coll, ref_sizes):
             except (KeyError, IndexError, TypeError, ValueError) as e:
                 raise SpecError(f"collections.{cname}.fields.{fname}.gen: cannot make row {n}: {type(e).__name__}: {e}") from None
             if f.get("unique"):                         # a repeated name gets a distinguishing suffix
+                for _ in range(50 if f.get("format") else 0):   # ... but a formatted code is drawn again: a suffix breaks its format
+                    if (fname, v) not in seen: break
+                    v = _gen_value(fname, f, row, n, rng, ref_sizes)
                 k = seen[(fname, v)] = seen.get((fname, v), 0) + 1
                 if k > 1: v = f"{v} {['', '', 'II', 'III', 'IV', 'V', 'VI', 'VII', 'VIII', 'IX', 'X'][min(k, 10)]}"
             row[fname] = v

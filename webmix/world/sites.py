@@ -7,7 +7,7 @@ __all__ = ['CONSENT_CHOICES', 'SORT_WORDS', 'COMMENTS', 'Control', 'sort_options
            'derive_controls', 'Site', 'load_site', 'load_sites', 'sitemap']
 
 # %% ../../nbs/world/02c_sites.ipynb #23d51f92
-import math, sqlite3
+import math, os, sqlite3
 from dataclasses import dataclass, field as dfield, asdict
 from functools import cache
 from pathlib import Path
@@ -103,7 +103,8 @@ def _field_controls(site, pid, form_key, path, cname, fields, kind_of_form, widg
 
 # %% ../../nbs/world/02c_sites.ipynb #0f490a24
 def slider_range(values, step=None, positions=40):
-    "(min, max, step) of a slider over these values: a round step giving about `positions` stops, ends on the grid."
+    "(min, max, step) of a slider over these values (none: 0 to 0): a round step giving about `positions` stops, ends on the grid."
+    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)] or [0]
     span = max(values) - min(values) or 1
     if not step:
         mag = 10 ** math.floor(math.log10(span / positions))
@@ -327,9 +328,9 @@ def _load_dir(d: str) -> tuple:
 
 # %% ../../nbs/world/02c_sites.ipynb #9f73e124
 def _site_dirs(sites_dir=None) -> tuple:
-    "The folders whose specs are served: the embedded one, those of $WEBMIX_SITES_DIR, then `sites_dir`; each once."
-    out = []
-    for d in [SITES_DIR, *extra_sites_dirs(), *([sites_dir] if sites_dir else [])]:
+    "The folders whose specs are served: the embedded one, those of $WEBMIX_SITES_DIR, then `sites_dir` (folders separated by the path separator, : here); each once."
+    out, mine = [], [d for d in str(sites_dir).split(os.pathsep) if d] if sites_dir else []
+    for d in [SITES_DIR, *extra_sites_dirs(), *mine]:
         d = Path(d).expanduser().resolve()
         if not d.is_dir(): raise FileNotFoundError(f"{d}: no such folder of site specs (from WEBMIX_SITES_DIR or sites_dir)")
         if str(d) not in out: out.append(str(d))      # SITES_DIR passed explicitly is the embedded folder again, not a clash

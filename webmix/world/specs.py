@@ -59,23 +59,35 @@ def _known(src, where, d, allowed):
     if extra: _fail(src, where, f"unknown key(s) {sorted(extra)}; allowed: {sorted(allowed)}")
 
 # %% ../../nbs/world/02a_specs.ipynb #a16d1c3a
-SITE_KEYS = {"name", "title", "doc", "theme", "collections", "pages", "menu", "login_required", "menubar", "consent"}
+SITE_KEYS = {"name", "title", "doc", "theme", "collections", "pages", "menubar", "consent"}
 FIELD_KEYS = {"type", "label", "required", "options", "min", "max", "to", "gen", "unique", "hidden", "step", "default",
               "format"}
 COLLECTION_KEYS = {"label", "title_field", "fields", "rows", "order"}
 PAGE_KEYS = {"id", "path", "kind", "title", "collection", "columns", "filters", "search", "sort", "tabs",
              "per_page", "detail", "create", "edit", "delete", "comments", "copy", "download", "group",
-             "order", "text", "facts", "fields", "more", "autocomplete", "live",
+             "order", "text", "fields", "more", "autocomplete", "live",
              "toast", "datepicker", "pay", "rate"}
 
 def _check_field(src, cname, fname, f, collections):
     where = f"collections.{cname}.fields.{fname}"
     if not isinstance(f, dict): _fail(src, where, "must be a mapping")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(fname)): _fail(src, where, "a field name is letters, digits and _ (a column and a query key)")
+    if fname == "id": _fail(src, where, "id is every record's own key: name the field otherwise")
     _known(src, where, f, FIELD_KEYS)
     if f.get("type") not in FIELD_TYPES: _fail(src, where + ".type", f"unknown field kind {f.get('type')!r}; one of {sorted(FIELD_TYPES)}")
     if f["type"] == "choice" and not f.get("options"): _fail(src, where + ".options", "a choice field needs options")
     if f["type"] == "choice" and not all(isinstance(o, (str, int, float)) and not isinstance(o, bool) for o in f["options"]):
         _fail(src, where + ".options", "options are text or numbers: quote Yes, No, On, Off (YAML reads them as true and false)")
+    if f["type"] == "choice":                                  # a form posts text: numbers among the options are their text
+        f["options"] = [str(o) for o in f["options"]]
+        vals = (f.get("gen") or {}).get("values")                # a list, or lists by another field's value (gen.by)
+        lists = list(vals.values()) if isinstance(vals, dict) else [vals] if vals is not None else []
+        if not all(isinstance(vs, list) and {str(v) for v in vs} <= set(f["options"]) for vs in lists):
+            _fail(src, where + ".gen.values", "a choice field's seeded values are some of its options")
+        if isinstance(vals, dict): f["gen"]["values"] = {k: [str(v) for v in vs] for k, vs in vals.items()}
+        elif vals is not None: f["gen"]["values"] = [str(v) for v in vals]
+    if "step" in f and not (isinstance(f["step"], (int, float)) and not isinstance(f["step"], bool) and f["step"] > 0):
+        _fail(src, where + ".step", f"a slider's step is a number above 0, not {f['step']!r}")
     if f["type"] == "ref" and f.get("to") not in collections: _fail(src, where + ".to", f"broken reference to collection {f.get('to')!r}")
     if f.get("format") and (f["type"] != "text" or not FORMAT_PATTERN.fullmatch(str((f.get("gen") or {}).get("pattern", "")))):
         _fail(src, where + ".format", "a formatted field is text seeded from gen.pattern: literal text and {intN} digit runs")
@@ -94,13 +106,28 @@ def _check_page(src, i, p, collections):
     for k in ("columns", "search", "sort", "fields"):
         for name in p.get(k) or []:
             if name not in fields: _fail(src, f"{where}.{k}", f"broken reference to field {name!r} of {c}")
+    if p.get("path") is not None and not (isinstance(p["path"], str) and p["path"].startswith("/")):
+        _fail(src, f"{where}.path", f"a page's path starts with /, as in /items, not {p['path']!r}")
     for j, flt in enumerate(p.get("filters") or []):
         if flt.get("widget") not in FILTER_WIDGETS: _fail(src, f"{where}.filters[{j}].widget", f"unknown control kind {flt.get('widget')!r}")
         if flt.get("field") not in fields: _fail(src, f"{where}.filters[{j}].field", f"broken reference to field {flt.get('field')!r}")
-        if fields[flt["field"]]["type"] == "bool":       # a list filters on the values it shows; a yes/no field shows none to pick
-            _fail(src, f"{where}.filters[{j}].field", f"{flt['field']!r} is a bool field: filter on a choice field with its two options")
+        if fields[flt["field"]]["type"] in ("bool", "ref"):    # a list filters on the values it shows: yes/no and ids show none to pick
+            _fail(src, f"{where}.filters[{j}].field", f"{flt['field']!r} is a {fields[flt['field']]['type']} field: filter on a "
+                  "choice or number field (a yes/no as a choice field with its two options)")
     for k in ("tabs", "group", "copy", "order", "live"):
         if p.get(k) and p[k] not in fields: _fail(src, f"{where}.{k}", f"broken reference to field {p[k]!r} of {c}")
+    for k in ("tabs", "group"):                                   # tabs and board columns are the values of a choice or text field
+        if p.get(k) and fields[p[k]]["type"] in ("bool", "ref"):
+            _fail(src, f"{where}.{k}", f"{p[k]!r} is a {fields[p[k]]['type']} field: {k} go by a choice field's options")
+    for name in p.get("search") or []:
+        if fields[name]["type"] == "ref": _fail(src, f"{where}.search", f"{name!r} is a reference (an id): search text fields")
+    needs = [k for k in ("edit", "delete", "comments", "live", "rate") if p.get(k)]
+    if needs and p["kind"] == "list" and not p.get("detail"):     # each lives on a record's own page
+        _fail(src, where, f"{', '.join(needs)} need detail: true (they are on each record's page)")
+    own = {"upload": ("filename", "size", "content_type", "uploaded"), "signature": ("signer", "strokes", "points", "signed")}
+    missing = [fn for fn in own.get(p["kind"], ()) if fn not in fields]
+    if missing: _fail(src, f"{where}.collection", f"an {p['kind']} page's collection holds the fields the page writes: "
+                      f"add {', '.join(missing)} to {c}")
     if p.get("delete") not in (None, False, True, "confirm"):      # confirm: a modal dialog asks first (kind modal_dialog)
         _fail(src, f"{where}.delete", f"true, false or confirm, not {p['delete']!r}")
     if p.get("more") not in (None, False, True): _fail(src, f"{where}.more", f"true or false, not {p['more']!r}")
@@ -140,7 +167,16 @@ def validate_spec(spec: dict, src="<spec>") -> dict:
         if not isinstance(c, dict) or not c.get("fields"): _fail(src, f"collections.{cname}.fields", "missing")
         _known(src, f"collections.{cname}", c, COLLECTION_KEYS)
         for fname, f in c["fields"].items(): _check_field(src, cname, fname, f, cols)
+        names = list(c["fields"])
+        for i, (fname, f) in enumerate(c["fields"].items()):       # a value made from another field's is made after it
+            for k in ("by", "from", "after"):
+                other = (f.get("gen") or {}).get(k) if isinstance(f.get("gen"), dict) else None
+                if other is not None and other not in names[:i]:
+                    _fail(src, f"collections.{cname}.fields.{fname}.gen.{k}", f"{other!r} is not a field declared above {fname!r} "
+                          "(rows are made field by field, in order)")
         if c.get("title_field", next(iter(c["fields"]))) not in c["fields"]: _fail(src, f"collections.{cname}.title_field", "broken reference")
+    if "comments" in cols and any(isinstance(p, dict) and p.get("comments") for p in spec["pages"]):
+        _fail(src, "collections.comments", "comments: true on a page keeps its comments in a collection of that name: rename yours")
     ids = [p.get("id") for p in spec["pages"] if isinstance(p, dict)]
     for i, p in enumerate(spec["pages"]): _check_page(src, i, p, cols)
     dup = {i for i in ids if ids.count(i) > 1}
