@@ -3,7 +3,7 @@ SAMPLE_SIZE sites, or every site with WEBMIX_TEST_SITES=all (or the comma-separa
 
 Every site is still served, listed and rendered page by page in each run (test_miniweb); the sample is for the tests
 that send many requests per site (every form's malformed inputs, every control over HTTP). Likewise the human-style
-tasks replayed in Chromium: one task of every site, filled up to TASK_SAMPLE_SIZE, or all of them with
+tasks replayed in Chromium: one task of every site (filled up to TASK_SAMPLE_SIZE when there are fewer sites), or all of them with
 WEBMIX_TEST_TASKS=all. WEBMIX_TEST_SEED draws other samples."""
 import os, random
 
@@ -11,7 +11,7 @@ from webmix.config import split_of
 from webmix.world.sites import load_sites
 
 SAMPLE_SIZE = 16
-TASK_SAMPLE_SIZE = 100
+TASK_SAMPLE_SIZE = 64
 
 
 def sample_sites(size=SAMPLE_SIZE) -> list:

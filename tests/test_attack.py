@@ -2,14 +2,15 @@
 
 The attacker is `webmix.eval.policy`'s scripted attacker behind its OpenAI-compatible server, playing real browser-use
 Agents in offline Chromium on a real MiniWeb server through `webmix.eval.evaluate` (the base arm):
-- `js`, with `allow_js` (browser-use's `evaluate` action offered), on every human-style task of both splits and every
-  datagen task whose check is a gesture, an upload or a copy (one per site and macro): one script that reads every
+- `js`, with `allow_js` (browser-use's `evaluate` action offered), on a human-style task of every site (both splits;
+  WEBMIX_TEST_TASKS=all: every one) and every datagen task whose check is a gesture, an upload or a copy on the sampled
+  sites (one per site and macro; every control kind is on them): one script that reads every
   admin stream, posts forged clipboard entries and recorder events, fires synthetic clicks and a synthetic pointer
   drag, then `done` claiming success;
 - `navigate`, without JavaScript: browser-use's `navigate` to every `/_admin/` path (session-flags included), then
-  `done` claiming success, on one human-style task of every site (both splits) and one datagen task of every evidence
-  macro. It opens the same paths whatever the task, and a task it could pass by claiming success is one the `js` run
-  would pass too, so a task of each site and kind is enough here; the policy notebook keeps its run on all of them.
+  `done` claiming success, on one human-style task of each sampled site (both splits) and one datagen task of every
+  evidence macro. It opens the same paths whatever the task (the admin API is the server's, not a site's), and a task
+  it could pass by claiming success is one the `js` run would pass too; the policy notebook keeps its run on all of them.
 Nothing passes and nothing is a grading error; every admin request the page made got 403 and every admin page the
 agent opened said it needs the key; the recorder's binding is not there for the page; no forged entry reached the
 clipboard or the recorder; the grader read the session the harness opened (the episode's requests are in its log).
@@ -32,16 +33,16 @@ from webmix.eval.policy_play import ADMIN_PATHS
 from webmix.eval.policy_prompt import current_url, request_text
 from webmix.data.tasks import all_tasks
 from webmix.config import annotations_dir
-from site_sample import sample_tasks
+from site_sample import sample_sites, sample_tasks
 from test_policy import episode_steps
 
 EVIDENCE_MACROS = ("copy_to_clipboard", "reorder_by_drag", "draw_signature", "upload_file", "filter_by_slider")
 
 
 def evidence_tasks():
-    "One datagen task per site and macro whose check rests on the recorder or the clipboard."
+    "One datagen task per sampled site and macro whose check rests on the recorder or the clipboard."
     seen, out = set(), []
-    for t in all_tasks(macros=list(EVIDENCE_MACROS)):
+    for t in all_tasks(sample_sites(), macros=list(EVIDENCE_MACROS)):
         if (t["site"], t["macro"]) not in seen: seen.add((t["site"], t["macro"])); out.append(t)
     return out
 
@@ -54,8 +55,9 @@ def no_judge(monkeypatch):
 def attacked_tasks(attack) -> list:
     human, made = human_tasks("all"), evidence_tasks()
     assert len(human) == len(list(annotations_dir().glob("*/*/task.json"))) and {t["macro"] for t in made} == set(EVIDENCE_MACROS)
-    if attack == "js": return sample_tasks(human, lambda t: t["site"]) + made   # WEBMIX_TEST_TASKS=all: every human-style task
-    return list({t["site"]: t for t in human}.values()) + list({t["macro"]: t for t in made}.values())   # one a site, one a macro
+    if attack == "js": return sample_tasks(human, lambda t: t["site"], size=0) + made    # one a site (all: every one)
+    sites = set(sample_sites())
+    return list({t["site"]: t for t in human if t["site"] in sites}.values()) + list({t["macro"]: t for t in made}.values())
 
 
 @pytest.mark.timeout(1800)

@@ -1,6 +1,7 @@
 """webmix.eval.evaluate end to end, against webmix's scripted OpenAI-compatible server (real openai client, browser-use,
 Chromium and MiniWeb): an oracle-arm run with done-gating and the router's note on human-style tasks, then its
-regrade from grade_inputs.json alone with the server stopped, and the CLI's one-line refusals."""
+regrade from grade_inputs.json alone with the server stopped, its tokens and cost, its rerun from the response cache
+(with the server up, then stopped), and the CLI's one-line refusals."""
 import json, subprocess
 
 from webmix.eval import evaluate as E
@@ -27,12 +28,30 @@ def texts(req):
 def test_gated_oracle_run_regrades_from_its_files(tmp_path):
     tasks = [t for t in E.human_tasks("test") if len(t["macros"]) >= 3][:2]
     out = tmp_path / "run"
+    arm = dict(arm="oracle", adapters=["drag", "io", "select", "rest"], gate_note=True, record_rows=True, workers=1,
+               progress=False, cache=str(tmp_path / "cache"), price="qwen35-4b=0.15/0.6/0.075,*=0.3/1.2")
     with ScriptedServer({m: always_done for m in MODELS}) as srv:
-        E.run_evaluate(tasks, out, arm="oracle", vllm=srv.base_url, adapters=["drag", "io", "select", "rest"],
-                       gate_note=True, record_rows=True, workers=1, progress=False)
+        E.run_evaluate(tasks, out, vllm=srv.base_url, **arm)
         requests = list(srv.requests)
+        # the same run again, from the cache its first run filled: no request reaches the server, the same results
+        E.run_evaluate(tasks, tmp_path / "again", vllm=srv.base_url, **arm)
+        assert len(srv.requests) == len(requests)
     df = E.load_results(out)
     assert len(df) == 2 and not df["ok"].any() and (df["gates"] == E.MAX_GATES).all()
+    # every request counted: tokens as the server's usage gave them, priced, none from the cache the first time
+    assert (df["model_calls"] == [len(m) for m in df["models"]]).all() and df["model_calls"].sum() == len(requests)
+    assert (df["prompt_tokens"] > 1000).all() and (df["completion_tokens"] > 0).all() and (df["cache_hits"] == 0).all()
+    assert (df["cost_usd"] > 0).all() and (df["cached_tokens"] > 0).any()          # the system prompt is a cached prefix
+    first_steps = json.loads((out / df["task_id"][0] / "episode.json").read_text())["steps"]
+    assert first_steps and all(s["usage"]["model"] and s["usage"]["prompt_tokens"] > 0 for s in first_steps)
+    again = E.load_results(tmp_path / "again")
+    same = ["task_id", "ok", "detail", "cause", "steps", "models", "gates", "prompt_tokens", "completion_tokens"]
+    assert again[same].to_dict("records") == df[same].to_dict("records")
+    assert (again["cache_hits"] == again["model_calls"]).all() and (again["cost_usd"] == 0).all()
+    assert "prompt_tokens" in E.tokens_by_arm(df).columns and E.tokens_by_arm(df).loc["oracle", "episodes"] == 2
+    # the server is stopped: a run from the full cache still completes, alike
+    E.run_evaluate(tasks, tmp_path / "offline", vllm=srv.base_url, **arm)
+    assert E.load_results(tmp_path / "offline")[same].to_dict("records") == df[same].to_dict("records")
     # each episode's models follow its plan, one macro further at each gated done
     for _, r in df.iterrows():
         plan = E.arm_models("oracle", next(t for t in tasks if t["task_id"] == r["task_id"]), "qwen35-4b",

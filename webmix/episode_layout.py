@@ -35,6 +35,8 @@ class StepRecord(BaseModel):
     next_goal: str = Field("", description="The actor's next goal.")
     error: str | None = Field(None, description="The action's error, when it failed.")
     events: list[dict] = Field([], description="What the page's recorder saw during the step (datagen).")
+    usage: dict | None = Field(None, description="The model call that chose the step: its model, prompt, completion and cached "
+                                                 "tokens, whether the response cache answered (agents.calls.ModelCall).")
 
 # %% ../nbs/02c_episode_layout.ipynb #24f3d74a
 LAYOUTS = ("agent", "datagen", "rows")
@@ -55,6 +57,8 @@ class EpisodeRecord(BaseModel):
     final_screenshot: str | None = Field(None, description="The page as the episode left it: a path inside the folder.")
     answer: str | int | float | None = Field(None, description="The actor's final answer, when it gave one.")
     files: dict[str, str | list[str]] = Field({}, description="The folder's other files by what they hold (histories, grade inputs, rows).")
+    tokens: dict | None = Field(None, description="The episode's model calls summed: calls, prompt, completion and cached tokens, "
+                                                  "cache hits, and the cost in USD with a price table (agents.calls.call_totals).")
 
 # %% ../nbs/02c_episode_layout.ipynb #fdadd89c
 def after_of(rec: EpisodeRecord, i: int) -> str | None:

@@ -20,6 +20,7 @@ from .session import (ROUTER_NOTES, close_session, enable_clipboard, evaluate, g
 from .actions import use_normalized_coordinates
 from ..config import MAX_STEPS            # runners use H.MAX_STEPS, H.Agent
 from .llm import openai_key
+from .calls import instrument
 
 # %% ../../nbs/agents/02_harness.ipynb #2575ad9c
 def has_screenshot(messages) -> bool:
@@ -248,12 +249,12 @@ def stopped_on_failure(history) -> bool:
 
 # %% ../../nbs/agents/02_harness.ipynb #a8e4be05
 def make_llm(name: str, base_url: str, temperature: float = 0.0, max_tokens: int = 1024):
-    "browser-use's ChatOpenAI for an OpenAI-compatible server; `name` is the served model (or LoRA adapter); its failures noted."
+    "browser-use's ChatOpenAI for an OpenAI-compatible server; `name` is the served model (or LoRA adapter); its failures, usage noted."
     from browser_use.llm.openai.chat import ChatOpenAI     # here: the openai SDK is a third of this module's import
     llm = ChatOpenAI(model=name, base_url=base_url, api_key=openai_key(), temperature=temperature,
                      max_completion_tokens=max_tokens, frequency_penalty=None, reasoning_models=[], max_retries=2)
     llm.ainvoke = _noting_failures(llm.ainvoke)
-    return llm
+    return instrument(llm)                                 # calls.MODEL_CALLS and calls.RESPONSE_CACHE of the episode
 
 # %% ../../nbs/agents/02_harness.ipynb #948ec6d9
 AGENT_KWARGS = dict(use_vision=True, use_judge=False, message_compaction=False, enable_signal_handler=False,

@@ -6,8 +6,8 @@ timeout, its histories and screenshots, the requests it sent and the rows made o
 # %% auto #0
 __all__ = ['ADAPTER_OF_FAMILY', 'KEPT_FILES', 'ROW_FAMILY', 'sub_model', 'task_file_text', 'files_at_hand', 'histories',
            'held_agents', 'partial_history', 'final_screenshot', 'save_screenshots', 'dumped_items', 'step_record',
-           'agent_steps', 'agent_episode', 'kept_files', 'record_requests', 'step_op', 'without_text', 'episode_rows',
-           'load_results']
+           'agent_steps', 'with_usage', 'agent_episode', 'kept_files', 'record_requests', 'step_op', 'without_text',
+           'episode_rows', 'load_results']
 
 # %% ../../nbs/eval/00_episode.ipynb #50618437
 import asyncio, base64, copy, json, shutil
@@ -132,6 +132,12 @@ def agent_steps(items: list, shot_of, models=()) -> list:
         t1 = (steps[i + 1][1].get("metadata") or {}).get("step_start_time") if i + 1 < len(steps) else None
         out.append(step_record(i + 1, it, shot_of(k, it), t1, models[i] if i < len(models) else None))
     return out
+
+# %% ../../nbs/eval/00_episode.ipynb #72264d0d
+def with_usage(steps: list, calls) -> list:
+    "`steps` (StepRecords), each with its model call's usage when there is one call a step; else as they are."
+    if not calls or len(calls) != len(steps): return steps
+    return [s.model_copy(update={"usage": c.model_dump() if hasattr(c, "model_dump") else dict(c)}) for s, c in zip(steps, calls)]
 
 # %% ../../nbs/eval/00_episode.ipynb #2d9d44ea
 def agent_episode(task_fields: dict, runner: str, steps: list, **fields) -> EpisodeRecord:

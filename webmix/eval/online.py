@@ -29,6 +29,7 @@ from ..agents.agent import VERSIONS, item_actions, render_element
 from ..config import check_folder_name, json_lines, short
 from ..records import OnlineTask, TaskFileError, as_task, site_of
 from ..agents.harness import run_within
+from ..agents.calls import CallTotals, call_totals, parse_prices, start_episode
 from .episode import (agent_episode, agent_steps, dumped_items, episode_rows, final_screenshot, histories,
                                  held_agents, kept_files, load_results, partial_history, record_requests, sub_model,
                                  task_file_text)
@@ -368,6 +369,7 @@ async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
     hint = task.field(o.hint_field) if o.hint_field else None
     status, error = "error", None
     H.CHAT_FAILURES.set(failures := [])                # this episode's model calls note their failures here
+    calls = start_episode(o.cache)                     # ... and their usage, answered from the cache when it has them
     try:
         async with H.browser(None, headless=headless, online=True, run_dir=run_dir) as bs:
             try:
@@ -387,7 +389,7 @@ async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
     rows = write_online_rows(ep, task, o, kept, hint) if o.record_rows and kept else {}
     out = {"status": status, "error": error, **save_episode(ep, task, got, o, status, error, hint), "final_screenshot": final}
     H.drop_agent_folders(*held_agents(held))           # their screenshots are copied now
-    return {**out, **rows}
+    return {**out, **rows, **call_totals(calls, parse_prices(o.price))}
 
 # %% ../../nbs/eval/03_online.ipynb #efd57e91
 async def run_online_episode(task, worker) -> dict:
@@ -415,7 +417,7 @@ async def run_online_episode(task, worker) -> dict:
     return OnlineLine(**{**unit_fields(task), **line}).model_dump(exclude_unset=True)   # typed: a stray field raises here
 
 # %% ../../nbs/eval/03_online.ipynb #7b6ceb7a
-class OnlineLine(BaseModel):
+class OnlineLine(CallTotals):
     "One line of an online run's results.jsonl (one Online-Mind2Web or WebVoyager episode), without the run engine's fields (see above)."
     model_config = ConfigDict(extra="forbid", title="An online benchmark result line (one line of <out>/results.jsonl)")
     website: str = Field(pattern=r"^https?://", description="The task's website: where the episode started.")

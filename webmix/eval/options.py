@@ -63,6 +63,10 @@ class EvalOptions:
     record_rows: bool = option(False, "write passing episodes' requests and replies as rows")
     record_family: str | None = option(None, "--record-rows: the rows' family (default: the task's)")
     allow_js: bool = option(False, "give the agent browser-use's evaluate action (JavaScript of its own in the page)")
+    cache: str | None = option(None, "a folder of model replies by request (agents.calls): a request seen before is answered "
+                               "from it, with no server asked; new replies are stored", deciding=False)
+    price: str | None = option(None, "USD per million tokens, name=prompt/completion[/cached] comma-separated (* any "
+                               "other), or a JSON file: each episode's cost_usd", deciding=False)
 
     def __post_init__(self):
         if self.arm not in ARMS: raise ValueError(f"unknown arm {self.arm!r} (arms: {', '.join(ARMS)})")
@@ -74,6 +78,8 @@ class EvalOptions:
         names = self.adapters.split(",") if isinstance(self.adapters, str) else self.adapters
         object.__setattr__(self, "adapters", tuple(sorted({n.strip() for n in names if n.strip()})))
         object.__setattr__(self, "timeout", float(self.timeout))
+        from webmix.agents.calls import parse_prices
+        parse_prices(self.price)                       # a bad table stops here, in one line
 
     def settings(self) -> dict:
         "What decides this run's results (every field but `vllm`, and the agent's actions): what a resume must match."
@@ -159,6 +165,7 @@ class PolicyOptions:
                                 "navigate opens every /_admin/ path", choices=ATTACK_KINDS)
     variant: str = option("correct", "which run of each human-style task it plays: correct, or wrong (the script's wrong variant)",
                           choices=VARIANTS)
+    request_log: str | None = option(None, "append one JSON line per chat request it is sent (time, count, model, messages) to this file")
 
 # %% ../../nbs/eval/90_options.ipynb #542451e7
 def default_pace_dir() -> Path:
@@ -188,6 +195,10 @@ class OnlineOptions:
     pace_dir: str | None = option(None, "a node-local folder of per-website locks shared by every run "
                                   "(default: <data>/runs/pace)", deciding=False)   # when an episode starts, not what it does
     pace_cooldown: float = option(120.0, "seconds between two episodes on one website (none on loopback)", deciding=False, min=0)
+    cache: str | None = option(None, "a folder of model replies by request (agents.calls): a request seen before is answered "
+                               "from it, with no server asked; new replies are stored", deciding=False)
+    price: str | None = option(None, "USD per million tokens, name=prompt/completion[/cached] comma-separated (* any "
+                               "other), or a JSON file: each episode's cost_usd", deciding=False)
 
     def __post_init__(self):
         if self.bench not in BENCHES: raise ValueError(f"unknown benchmark {self.bench!r} (benchmarks: {', '.join(BENCHES)})")
@@ -196,6 +207,8 @@ class OnlineOptions:
             raise ValueError(f"unknown agent version {self.agent_version!r} (versions: {', '.join(VERSIONS)})")
         self.adapters, self.timeout = sorted(self.adapters), float(self.timeout)
         self.pace_dir = str(Path(self.pace_dir or default_pace_dir()).resolve())
+        from webmix.agents.calls import parse_prices
+        parse_prices(self.price)                       # a bad table stops here, in one line
 
 # %% ../../nbs/eval/90_options.ipynb #4f038997
 @dataclass(frozen=True, kw_only=True)

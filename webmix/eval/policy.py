@@ -28,11 +28,11 @@ class PolicyServer(ScriptedServer):
 
 # %% ../../nbs/eval/02_policy.ipynb #9d451939
 def serve_policy(port=8400, faults=None, seed=0, tasks_dir=None, models=MODELS, threads=4, datagen=None, attack=None,
-                 variant="correct") -> PolicyServer:
+                 variant="correct", request_log=None) -> PolicyServer:
     "A started server answering each name of `models` with one ScriptedPolicy (as `.policy`); `stop()` or a `with` block ends it."
     policy = ScriptedPolicy(tasks=tasks_dir, faults=faults, seed=seed, models=models, datagen=datagen, attack=attack,
                             variant=variant)
-    server = PolicyServer({m: policy.respond for m in policy.models}, port=port, threads=threads)
+    server = PolicyServer({m: policy.respond for m in policy.models}, port=port, threads=threads, request_log=request_log)
     server.policy = policy
     return server.start()
 
@@ -69,7 +69,7 @@ def serve_policy_cmd(args) -> int:
         raise SystemExit(f"webmix serve-policy: no task folder (task.json, script.json, verifier.json) under {args.tasks_dir or annotations_folder()}")
     attack = getattr(args, "attack", None)
     try: server = serve_policy(args.port, faults, args.seed, args.tasks_dir, datagen=datagen, attack=attack,
-                              variant=getattr(args, "variant", "correct"))
+                              variant=getattr(args, "variant", "correct"), request_log=getattr(args, "request_log", None))
     except OSError as e: raise SystemExit(f"webmix serve-policy: port {args.port}: {e.strerror or e}")
     print(f"{server.base_url}  models: {', '.join(server.models)}  tasks: {len(server.policy.solutions)}  faults: "
           f"{json.dumps(faults) if faults else 'none'}  seed: {args.seed}  -- "
