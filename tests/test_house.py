@@ -114,3 +114,20 @@ def test_the_python_api_says_an_unknown_name_or_a_missing_run_in_one_line():
         with pytest.raises(KeyError) as e: all_tasks(sites, macros)
         assert str(e.value).startswith(said) and "\n" not in str(e.value)
     with pytest.raises(FileNotFoundError, match="no run folder or results file at"): load_results(ROOT / "data" / "no-such-run")
+
+
+def test_every_command_shows_an_example_that_parses():
+    "Each command's --help ends with an example command line, and the parser takes that line as it is."
+    import shlex
+    from webmix.cli import COMMANDS, parser
+    def leaves(cs, pre=()):
+        for c in cs:
+            if c.sub: yield from leaves(c.sub, pre + (c.name,))
+            else: yield pre + (c.name,), c
+    found = list(leaves(COMMANDS))
+    assert len(found) >= 17
+    for names, c in found:
+        argv = shlex.split(c.example)
+        assert argv[0] == "webmix" and tuple(argv[1:1 + len(names)]) == names, (names, c.example)
+        ns = parser().parse_args(argv[1:])                 # a bad example exits here (argparse's usage error)
+        assert ns._command is c

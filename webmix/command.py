@@ -140,6 +140,7 @@ class Command:
     options: tuple = ()                            # one record each, an argument group each in --help
     overrides: dict = field(default_factory=dict)  # {field: default or (default, help)} for this command
     sub: tuple = ()                                # sub-commands, instead of `run`
+    example: str = ""                              # one command line, shown at the end of its --help
 
     def function(self):
         "The function this command runs (its module imported now)."
@@ -147,8 +148,8 @@ class Command:
         return getattr(importlib.import_module(module), name)
 
 # %% ../nbs/01b_command.ipynb #59055cbd
-class DefaultsHelp(argparse.HelpFormatter):
-    "An option's help ends with its default, when it has one the help does not already state."
+class DefaultsHelp(argparse.RawDescriptionHelpFormatter):
+    "An option's help ends with its default, when it has one the help does not already state; the example keeps its lines."
     def _get_help_string(self, action):
         text, d = action.help or "", action.default
         if not action.option_strings or d is None or d is False or d == argparse.SUPPRESS or "default" in text: return text
@@ -169,7 +170,8 @@ def group_title(cls) -> str:
 # %% ../nbs/01b_command.ipynb #87112577
 def add_command(sub, cmd: Command, depth: int = 0):
     "Register `cmd` (and its sub-commands) on an argparse sub-parsers object."
-    p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help)
+    p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help,
+                       epilog=f"example:\n  {cmd.example}" if cmd.example else None)
     if cmd.sub:
         s = p.add_subparsers(dest=f"_sub{depth}", required=True, parser_class=CommandParser)
         for c in cmd.sub: add_command(s, c, depth + 1)

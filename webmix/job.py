@@ -149,4 +149,4 @@ def run_main(o: MainOptions) -> int:
 
 # %% ../nbs/91_job.ipynb #2c2b9dfd
 MAIN = Command("main", "the main job on the embedded default (no model server, no network)", "webmix.job:run_main",
-               (MainOptions,))
+               (MainOptions,), example="webmix main --workers 2")

@@ -141,14 +141,14 @@ def plan_data_cmd(o: PlanDataOptions, run: RunOptions) -> int:
 # %% ../../nbs/data/90_options.ipynb #fc6ef250
 COMMANDS = (
     Command("tasks", "write the tasks datagen makes to a tasks file (JSON lines), as `webmix evaluate --tasks` reads",
-            "webmix.data.options:tasks_cmd", (TasksOptions,)),
+            "webmix.data.options:tasks_cmd", (TasksOptions,), example="webmix tasks --split test --macros filter_by_slider,upload_file --out /tmp/dg.jsonl"),
     Command("datagen", "generate tasks from the sitemaps, run scripted drivers, keep gated trajectories",
             "webmix.data.options:datagen_cmd", (DatagenOptions, RunOptions),
-            {"timeout": (UNIT_TIMEOUT_S, f"seconds an episode may run; the attempt gets {GRACE_S} more for its browser's start and close")}),
-    Command("pool", "write the ids of kept trajectories of runs", "webmix.data.options:pool_cmd", (PoolOptions,)),
+            {"timeout": (UNIT_TIMEOUT_S, f"seconds an episode may run; the attempt gets {GRACE_S} more for its browser's start and close")}, example="webmix datagen --sites shop,kanban --out data/runs/r1 --workers 2"),
+    Command("pool", "write the ids of kept trajectories of runs", "webmix.data.options:pool_cmd", (PoolOptions,), example="webmix pool --runs data/runs --split train --out data/pools/r1.txt"),
     Command("plan-data", "planner training rows from chains of kept trajectories (scripted planner, replayed specialists)",
             "webmix.data.options:plan_data_cmd", (PlanDataOptions, RunOptions),
             {"ports": PLAN_DATA_PORTS, "out": (None, "output folder (default: <data>/rows/planner/v1)"),
              "timeout": (None, "seconds a chain may take in all (default: 120 plus 40 a planner turn for its planner, "
-                               "60 more for the rest)")}),
+                               "60 more for the rest)")}, example="webmix plan-data --pool data/pools/r1.txt --chains 40 --out data/rows/planner/r1"),
 )

@@ -393,22 +393,22 @@ def judge_cmd(o: JudgeOptions, m: ModelOptions) -> int:
 # %% ../../nbs/eval/90_options.ipynb #718c6cb6
 COMMANDS = (
     Command("evaluate", "run an arm of agents on tasks against an OpenAI-compatible server, graded by the backend",
-            "webmix.eval.options:evaluate_cmd", (EvalOptions, EvalTasks, RunOptions)),
+            "webmix.eval.options:evaluate_cmd", (EvalOptions, EvalTasks, RunOptions), example="webmix evaluate --human --arm oracle --adapters drag,io,select,rest --vllm http://127.0.0.1:8400/v1 --out /tmp/e0"),
     Command("serve-cmd", "print (or --run) the vLLM command serving a base model with the arms' LoRA adapters",
-            "webmix.eval.options:serve_cmd_cmd", (ServeCmdOptions,)),
+            "webmix.eval.options:serve_cmd_cmd", (ServeCmdOptions,), example="webmix serve-cmd --model Qwen/Qwen3.5-4B --adapters-dir adapters"),
     Command("serve-policy", "serve a scripted stand-in (simulator) for a model: solves the human-style tasks (and datagen "
-            "tasks) from their scripts", "webmix.eval.policy:serve_policy_cmd", (PolicyOptions,)),
+            "tasks) from their scripts", "webmix.eval.policy:serve_policy_cmd", (PolicyOptions,), example="webmix serve-policy --port 8400 --faults premature=0.5 --request-log /tmp/requests.jsonl"),
     Command("online", "run an agent on Online-Mind2Web or WebVoyager tasks, saved in the layout WebJudge reads",
-            "webmix.eval.options:online_cmd", (OnlineTasks, OnlineOptions, RunOptions)),
+            "webmix.eval.options:online_cmd", (OnlineTasks, OnlineOptions, RunOptions), example="webmix online --bench webvoyager --tasks WebVoyager_data.jsonl --arm base --vllm http://127.0.0.1:8400/v1 --out runs/wv"),
     Command("taskgen", "task-centric data: propose tasks, judge attempted episodes, validate the judge, select rows", sub=(
         Command("propose", "propose tasks per site into a tasks file (resumable by site)",
-                "webmix.eval.options:propose_cmd", (ProposeOptions, ModelOptions)),
+                "webmix.eval.options:propose_cmd", (ProposeOptions, ModelOptions), example="webmix taskgen propose --sites shop,kanban --per-site 4 --out /tmp/tg/tasks.jsonl"),
         Command("judge", "judge every episode of an evaluation run -> <run>_judge/<task_id>.json",
-                "webmix.eval.options:taskgen_judge_cmd", (JudgeRunOptions, ModelOptions), {"workers": 16}),
+                "webmix.eval.options:taskgen_judge_cmd", (JudgeRunOptions, ModelOptions), {"workers": 16}, example="webmix taskgen judge /tmp/tg/run"),
         Command("validate", "the judge against the verifiers on a run of verifier-graded tasks",
-                "webmix.eval.options:taskgen_validate_cmd", (ValidateOptions, ModelOptions), {"workers": 16}),
+                "webmix.eval.options:taskgen_validate_cmd", (ValidateOptions, ModelOptions), {"workers": 16}, example="webmix taskgen validate /tmp/tg/run"),
         Command("rows", "the judged successes as rows, sites interleaved, up to --budget steps",
-                "webmix.eval.options:taskgen_rows_cmd", (RowsOptions,)))),
+                "webmix.eval.options:taskgen_rows_cmd", (RowsOptions,), example="webmix taskgen rows /tmp/tg/run --out /tmp/tg/rows --budget 30"))),
     Command("judge", "judge episodes: WebJudge-style (online folders) or taskgen's (evaluation runs)",
-            "webmix.eval.options:judge_cmd", (JudgeOptions, ModelOptions)),
+            "webmix.eval.options:judge_cmd", (JudgeOptions, ModelOptions), example="webmix judge --method webjudge runs/wv"),
 )

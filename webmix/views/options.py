@@ -31,4 +31,4 @@ def export_cmd(o: ExportOptions) -> int:
 
 # %% ../../nbs/views/90_options.ipynb #0ef4ea22
 COMMANDS = (Command("export-sft", "write the rows under a folder as SFT data (OpenAI chat JSONL, or a Hugging Face dataset)",
-                    "webmix.views.options:export_cmd", (ExportOptions,)),)
+                    "webmix.views.options:export_cmd", (ExportOptions,), example="webmix export-sft /tmp/tg/rows /tmp/sft --format hf"),)

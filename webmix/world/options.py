@@ -96,7 +96,7 @@ def sites_sitemap(opts: SitemapOptions, where: SitesDir) -> int:
 
 # %% ../../nbs/world/90_options.ipynb #3a0d1d06
 SITES = Command("sites", "the MiniWeb sites: list, serve, sitemap", sub=(
-    Command("list", "one line (or JSON object) per site", "webmix.world.options:sites_list", (ListOptions, SitesDir)),
-    Command("serve", "serve every site on loopback", "webmix.world.options:sites_serve", (ServeOptions, SitesDir)),
-    Command("sitemap", "a site's sitemap as JSON", "webmix.world.options:sites_sitemap", (SitemapOptions, SitesDir))))
+    Command("list", "one line (or JSON object) per site", "webmix.world.options:sites_list", (ListOptions, SitesDir), example="webmix sites list --sheet sites.png"),
+    Command("serve", "serve every site on loopback", "webmix.world.options:sites_serve", (ServeOptions, SitesDir), example="webmix sites serve --ports 8318"),
+    Command("sitemap", "a site's sitemap as JSON", "webmix.world.options:sites_sitemap", (SitemapOptions, SitesDir), example="webmix sites sitemap shop")))
 COMMANDS = (SITES,)
