@@ -6,7 +6,7 @@ static page."""
 
 # %% auto #0
 __all__ = ['THUMB_WIDTH', 'NOTE_STYLE', 'STEPPER_JS', 'thumbnail', 'shot', 'esc', 'screens_html', 'step_html', 'verdict_html',
-           'header_html', 'episode_html', 'error_html', 'StaticHTML', 'StepViewer', 'EpisodeViewer']
+           'header_html', 'episode_html', 'error_html', 'StaticHTML', 'StepViewer', 'run_list_line', 'EpisodeViewer']
 
 # %% ../../nbs/views/02_episode_viewer.ipynb #720ffcc9
 import base64, html, io, json, uuid
@@ -200,14 +200,15 @@ class StepViewer(W.VBox):
     def __init__(self, ep: Episode, width=THUMB_WIDTH):
         self.ep, self.width = ep, width
         n = max(1, len(ep.steps))
-        self.slider = W.IntSlider(value=1, min=1, max=n, description="step", continuous_update=False,
+        self.slider = W.IntSlider(value=1, min=1, max=n, description="step", continuous_update=False, readout=False,
                                   layout=W.Layout(flex="1"))
+        self.where = W.Label()                             # "step k of N": the slider's own readout says only k
         self.prev, self.next = W.Button(description="◀ previous"), W.Button(description="next ▶")
         self.prev.on_click(lambda _: self.go(self.slider.value - 1))
         self.next.on_click(lambda _: self.go(self.slider.value + 1))
         self.screens, self.details, self.end = W.HTML(), W.HTML(), W.HTML()
         self.slider.observe(lambda ch: self.show(ch["new"]), names="value")
-        super().__init__([W.HTML(header_html(ep)), W.HBox([self.prev, self.slider, self.next]),
+        super().__init__([W.HTML(header_html(ep)), W.HBox([self.prev, self.slider, self.where, self.next]),
                           self.screens, self.details, self.end])
         self.show(1)
 
@@ -215,6 +216,7 @@ class StepViewer(W.VBox):
 
     def show(self, k):
         "Show step `k` (1-based); the verdict under the last one."
+        self.where.value = f"step {k} of {len(self.ep.steps)}" if self.ep.steps else "no steps"
         if not self.ep.steps:
             self.details.value = "this episode has no steps"
         else:
@@ -222,6 +224,15 @@ class StepViewer(W.VBox):
             self.screens.value = screens_html(self.ep, s, self.width)
             self.details.value = step_html(self.ep, s)
         self.end.value = verdict_html(self.ep) if k >= len(self.ep.steps) else ""
+
+# %% ../../nbs/views/02_episode_viewer.ipynb #c12af8b7
+def run_list_line(e: dict) -> str:
+    "One episode of a run's list: its outcome, id and kind, then its steps, seconds, tokens and cause when the run says them."
+    mark = "✔" if e["ok"] else "✘" if e["ok"] is False else "·"
+    more = [f"{e['steps']} steps" if e.get("steps") is not None else "", f"{e['duration_s']:.0f} s" if e.get("duration_s") else "",
+            f"{e['tokens']:,} tokens" if e.get("tokens") else ""]
+    cause = " — " + " ".join(str(e["cause"]).split()) if e.get("cause") else ""
+    return f"{mark} {e['id']}  [{e['kind']}]  " + " · ".join(x for x in more if x) + cause
 
 # %% ../../nbs/views/02_episode_viewer.ipynb #8785a30b
 class EpisodeViewer(StaticHTML, W.VBox):
@@ -260,8 +271,7 @@ class EpisodeViewer(StaticHTML, W.VBox):
 
     def _refilter(self):
         m = self.matching()
-        self.pick.options = [(f"{'✔' if e['ok'] else '✘' if e['ok'] is False else '·'} {e['id']}  [{e['kind']}]", str(e["path"]))
-                             for e in m]
+        self.pick.options = [(run_list_line(e), str(e["path"])) for e in m]
         if m: self.pick.value = str(m[0]["path"])
         else: self.shown.children = [_message("no episode matches these filters")]
 

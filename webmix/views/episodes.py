@@ -380,8 +380,8 @@ def _run_layout(root: Path) -> str | None:
 
 # %% ../../nbs/views/01_episodes.ipynb #1614f2ed
 def find_episodes(root) -> list:
-    """[{path, id, kind, site, macro, family, ok, steps}] of the episodes in the run folder `root`, from its manifest,
-    its folders and results.jsonl (see above)."""
+    """[{path, id, kind, site, macro, family, ok, steps, cause, duration_s, tokens}] of the episodes in the run folder
+    `root`, from its manifest, its folders and results.jsonl (see above)."""
     root = Path(root)
     if not root.is_dir(): raise ViewError(f"{root}: no such folder")
     res, declared = _results_index(root / "results.jsonl"), _run_layout(root)
@@ -393,5 +393,7 @@ def find_episodes(root) -> list:
         r = res.get(p.name, {})
         out.append({"path": p, "id": p.name, "kind": kind, "site": r.get("site", ""), "macro": r.get("macro", ""),
                     "family": r.get("family") or FAMILY_OF.get(r.get("macro", ""), ""),
-                    "ok": r.get("ok") if r else (p.parent.name == "accepted" or None), "steps": r.get("steps")})
+                    "ok": r.get("ok") if r else (p.parent.name == "accepted" or None), "steps": r.get("steps"),
+                    "cause": r.get("cause"), "duration_s": r.get("duration_s"),
+                    "tokens": (r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0) if r.get("model_calls") else None})
     return out

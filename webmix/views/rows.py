@@ -77,6 +77,11 @@ def counts_figure(df):
     c = df.fillna({"op": "?"}).groupby(["family", "op"]).size().reset_index(name="rows")
     return px.bar(c, x="family", y="rows", color="op", title="rows by family and op", height=340)
 
+# %% ../../nbs/views/03_rows.ipynb #66edc4ab
+def _given(v) -> bool:
+    "Whether a row's value says something (not None, NaN or empty): a planner row has no macro, for one."
+    return v is not None and v == v and str(v) != ""
+
 # %% ../../nbs/views/03_rows.ipynb #d8940ca5
 class RowsInspector(StaticHTML, W.VBox):
     "The rows under `rows_dir`: a DataFrame (`.df`) with filters (site, family, macro, op), one row rendered, counts."
@@ -89,12 +94,11 @@ class RowsInspector(StaticHTML, W.VBox):
         opts = lambda k: ["(all)"] + sorted({str(v) for v in self.df[k].dropna()})
         self.filters = {k: W.Dropdown(options=opts(k), description=k, layout=W.Layout(width="220px"))
                         for k in ("site", "family", "macro", "op")}
-        self.index = W.IntSlider(min=0, max=0, description="row", continuous_update=False)
+        self.index = W.IntSlider(value=1, min=1, max=1, description="row", continuous_update=False)   # rows count from 1
         self.view, self.chart = W.HTML(), W.Output()
         for f in self.filters.values(): f.observe(lambda _: self._refilter(), names="value")
         self.index.observe(lambda ch: self.show(ch["new"]), names="value")
         super().__init__([W.HBox(list(self.filters.values())), self.index, self.view, self.chart])
-        with self.chart: counts_figure(self.df).show()
         self._refilter()
 
     def filtered(self):
@@ -105,16 +109,23 @@ class RowsInspector(StaticHTML, W.VBox):
         return m
 
     def _refilter(self):
-        self.index.max = max(0, len(self.filtered()) - 1)
-        self.index.value = 0
-        self.show(0)
+        m = self.filtered()
+        self.index.max = max(1, len(m))
+        self.index.value = 1
+        self.figure = counts_figure(m) if len(m) else None   # the chart counts the rows the filters let through
+        self.chart.outputs = ()
+        with self.chart:
+            if self.figure is not None: self.figure.show()
+        self.show(1)
 
-    def show(self, i):
+    def show(self, k):
+        "Show the k-th (from 1) of the rows the filters let through."
         m = self.filtered()
         if not len(m): self.view.value = "no row matches these filters"; return
-        r = m.iloc[i]
-        self.view.value = (f"<div><b>{esc(r['task_id'])}</b> step {r['step']} · {esc(r['family'])} · {esc(r['op'])}"
-                           f" · {esc(r['macro'])}</div>" + row_html(r))
+        r = m.iloc[min(k, len(m)) - 1]
+        head = [f"row {min(k, len(m))} of {len(m)}", f"step {int(r['step']) + 1}" if _given(r["step"]) else ""] + \
+               [esc(r[c]) for c in ("family", "op", "macro") if _given(r[c])]
+        self.view.value = f"<div><b>{esc(r['task_id'])}</b> " + " · ".join(h for h in head if h) + "</div>" + row_html(r)
 
     def static_html(self) -> str:
         "What a page without a kernel shows: the rows counted by family and op and the first row, or the one-line message."
