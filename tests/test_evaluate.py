@@ -218,8 +218,8 @@ BROKEN_START = {"task_id": "broken-start", "site": "shop", "macro": "upload_file
 
 def test_options_are_one_record_and_a_resume_that_changes_one_is_refused(tmp_path, capsys):
     from dataclasses import fields
-    # not settings: where the server is, and the site variants (each variant's episodes are units of their own, <id>~vN)
-    assert set(E.EvalOptions().settings()) == {f.name for f in fields(E.EvalOptions)} - {"vllm", "variants", "variant"} | {"actions"}
+    # not settings: where the server is, the reply cache, the prices, and the site variants (each variant's episodes are units of their own, <id>~vN)
+    assert set(E.EvalOptions().settings()) == {f.name for f in fields(E.EvalOptions)} - {"vllm", "variants", "variant", "cache", "price"} | {"actions"}
     out = tmp_path / "run"
     with ScriptedServer({m: always_done for m in MODELS}) as srv, ScriptedServer({m: always_done for m in MODELS}) as other:
         E.run_evaluate([BROKEN_START], out, arm="base", vllm=srv.base_url, workers=1)
