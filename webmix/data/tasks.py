@@ -20,7 +20,8 @@ from .makers import MAKERS
 # %% ../../nbs/data/02_tasks.ipynb #1fff573c
 def make_tasks(site_name, per_control=1, seed=0, macros=None, sites_dir=None) -> list:
     "Task dicts for every control of a site's sitemap (see the format above)."
-    site = load_sites(sites_dir)[check_names("site", [site_name], load_sites(sites_dir))[0]]
+    sites = load_sites(sites_dir)
+    site = sites[check_names("site", [site_name], sites)[0]]
     smap = site.sitemap()
     out, seen = [], set()
     for c in smap["controls"]:

@@ -245,11 +245,10 @@ def episode_record(task, o, start, steps=(), **fields) -> EpisodeRecord:
     return agent_episode(task.record(), "evaluate", list(steps), start=start, arm=o.arm, **fields)
 
 # %% ../../nbs/eval/01_evaluate.ipynb #c9142854
-def finished_record(task, o, start, ep: Path, hist, shots: dict, trace: list, answer, calls=()) -> EpisodeRecord:
-    "episode.json once the episode ran: its steps (`eval.episode.agent_steps`) with their model calls, the final page, the answer, the files kept."
+def finished_record(task, o, start, ep: Path, hist, shots: dict, trace: list, answer, calls=(), tokens=None) -> EpisodeRecord:
+    "episode.json once the episode ran: its steps (`eval.episode.agent_steps`) with their model calls and `tokens` (their totals), the final page, the answer, the files kept."
     steps = with_usage(agent_steps(dumped_items(hist), lambda k, it: shots.get(k), [t.get("model") for t in trace]), calls)
-    return episode_record(task, o, start, steps, answer=answer, files=kept_files(ep),
-                          tokens=call_totals(calls, parse_prices(o.price)) if calls else None,
+    return episode_record(task, o, start, steps, answer=answer, files=kept_files(ep), tokens=tokens if calls else None,
                           final_screenshot="final.png" if (ep / "final.png").is_file() else None)
 
 # %% ../../nbs/eval/01_evaluate.ipynb #94151288
@@ -320,7 +319,7 @@ async def run_episode(unit, worker) -> dict:
                steps=sum(len(h.history) for h in histories(hist)), answer=answer, done=bool(hist.is_done()),
                models=[t.get("model") for t in router.trace], gates=sum(bool(t.get("gated")) for t in router.trace),
                screenshots=len(shots := _save(unsaved, "screen_N.png", lambda: save_screenshots(hist, ep), {})))  # a timed-out one's too
-    res.update(call_totals(calls, parse_prices(o.price)))
+    res.update(tokens := call_totals(calls, parse_prices(o.price)))
     if grade_error: res["grade_error"] = grade_error
     for k in ("model_error", "reply_error"):
         if g.get(k): res[k] = g[k]
@@ -336,7 +335,7 @@ async def run_episode(unit, worker) -> dict:
     elif o.record_rows and ok and kept:
         family = o.record_family or family_of(task.macro)
         res["rows"] = _save(unsaved, "rows.jsonl", lambda: write_rows(ep, key, family, kept), 0)
-    _save(unsaved, "episode.json", lambda: write_episode(ep, finished_record(task, o, start, ep, hist, shots, router.trace, answer, calls)))
+    _save(unsaved, "episode.json", lambda: write_episode(ep, finished_record(task, o, start, ep, hist, shots, router.trace, answer, calls, tokens)))
     if unsaved: res["unsaved"] = unsaved
     shutil.rmtree(ep / "_files", ignore_errors=True)
     worker.place(ep, Path(worker.out) / key)
@@ -438,7 +437,7 @@ def effort(df):
                                              median_s=("duration_s", "median")).round(1)
 
 # %% ../../nbs/eval/01_evaluate.ipynb #3713027f
-TOKEN_COLUMNS = ("model_calls", "prompt_tokens", "completion_tokens", "cached_tokens", "cache_hits", "cost_usd")
+TOKEN_COLUMNS = tuple(CallTotals.model_fields)       # model_calls, prompt_tokens, ..., cost_usd
 
 def tokens_by_arm(df):
     "Model calls, tokens, cache hits and cost summed by arm, with tokens per episode (lines that counted their calls)."
