@@ -1,46 +1,38 @@
-"""Build the docs site: every notebook in nbs/ as a page with its saved outputs, an API reference, into _site/.
+"""Build the docs site into _site/: the notebooks of nbs/ as Markdown pages, rendered by MkDocs with Material.
 
-nbconvert renders the pages (JupyterLab's look, through the template in docs/templates/webmix). Nothing is executed:
-a page shows the outputs its notebook was saved with. Nothing is loaded from outside the site: plotly figures are
-drawn by the plotly.js that the installed plotly package ships (copied to _site/_static/), widget outputs show their
-HTML form (webmix.views' viewers carry a self-contained stepper), and the build fails if a page still names a script,
-style sheet or image elsewhere.
+Why MkDocs with Material: it installs from the package index (Quarto, nbdev's own renderer, cannot be installed here),
+builds offline, and its theme gives what nbdev's site has: a sidebar in sections, full-text search that runs in the
+browser (no server), "on this page" contents, previous/next links and code blocks that scroll. The notebooks are
+turned into Markdown here rather than by a notebook plugin so that each page reads as nbdev's do: an export cell
+becomes its names' cards (signature, docstring, parameter table: nbdev's `show_doc`, which reads fastcore's docments)
+with the cell's source folded under "source"; examples show their code and saved outputs; progress bars show their
+last state. Nothing is executed and nothing is loaded from outside the site (the build fails if a page names an
+outside script, style sheet or image).
 
     python docs/build.py [--out _site] [--nbs nbs]
 """
-import argparse, html, importlib, inspect, json, re, shutil, sys, time, uuid
+import argparse, ast, base64, html, importlib, inspect, json, re, shutil, subprocess, sys, tempfile, time, uuid, warnings
 from pathlib import Path
 
-import nbformat, warnings
-from nbconvert import HTMLExporter
-from nbconvert.exporters.templateexporter import TemplateExporter
-from nbconvert.filters.highlight import Highlight2HTML
-from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+import nbformat, yaml
 
 warnings.filterwarnings("ignore", module="nbformat")   # notebooks without cell ids: nbdev-clean's choice
 ROOT = Path(__file__).resolve().parent.parent
 WIDGET = "application/vnd.jupyter.widget-view+json"
 PLOTLY = "application/vnd.plotly.v1+json"
-HIDDEN = ("#| hide", "#| default_exp", "#|hide", "#|default_exp")
 EXTERNAL = re.compile(r"<(script|link|img|iframe|source)\b[^>]*?\b(src|href)\s*=\s*[\"']?(https?:)?//", re.I)
+WINGS = {"tutorials": "Tutorials", "": "Ground floor", "world": "World", "agents": "Agents", "data": "Data", "eval": "Evaluation", "views": "Views"}
+EXPLANATIONS = ("01_formats", "02b_folders", "02c_episode_layout", "91_job")   # ground-floor notebooks that explain
 
 
-class SiteExporter(HTMLExporter):
-    """nbconvert's HTML exporter without its last pass (a BeautifulSoup parse of the whole page to add alt texts and
-    tab stops), which took most of the build's time; the viewers' images carry their own alt text."""
-    def from_notebook_node(self, nb, resources=None, **kw):
-        lang = nb.metadata.get("language_info", {})
-        self.register_filter("highlight_code", self.filters.get(
-            "highlight_code", Highlight2HTML(pygments_lexer=lang.get("pygments_lexer", lang.get("name")), parent=self)))
-        resources = self._init_resources(resources)
-        self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self,
-                                                                       resources=resources))
-        return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
-
-    def lab_css(self) -> str:
-        "JupyterLab's page style sheets (light theme), written once to _static/ instead of inlined in every page."
-        env = self.environment
-        return "\n".join(env.loader.get_source(env, f"static/{n}")[0] for n in ("index.css", "theme-light.css"))
+# ------------------------------------------------------------------ which notebooks, in which order
+def notebooks(nbs_dir: Path) -> list:
+    "Every notebook, wing by wing as WINGS orders them, each wing's in name order."
+    nbs = [p for p in nbs_dir.rglob("*.ipynb") if not any(s.startswith(".") for s in p.relative_to(nbs_dir).parts)]
+    def key(p):
+        wing = p.relative_to(nbs_dir).parent.as_posix().replace(".", "")
+        return (list(WINGS).index(wing) if wing in WINGS else len(WINGS), p.stem)
+    return sorted(nbs, key=key)
 
 
 def title_of(nb, fallback) -> str:
@@ -50,7 +42,76 @@ def title_of(nb, fallback) -> str:
     return fallback
 
 
-def plotly_html(fig: dict) -> str:
+def module_of(nb) -> str | None:
+    "The module a notebook exports to (its `#| default_exp`)."
+    for c in nb.cells:
+        if c.cell_type == "code" and (m := re.search(r"^#\|\s*default_exp\s+([\w.]+)", c.source, re.M)): return m.group(1)
+    return None
+
+
+# ------------------------------------------------------------------ export cells: cards, source folded
+def defined_names(src: str) -> list:
+    "The top-level functions and classes a cell defines, in order."
+    try: tree = ast.parse(src)
+    except SyntaxError: return []
+    return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def card(obj, name: str, anchor: str, level: int = 3) -> str:
+    "One name's card as nbdev's show_doc renders it (signature, docstring, docments table), under a heading of our own."
+    from nbdev.showdoc import BasicMarkdownRenderer
+    try: md = BasicMarkdownRenderer(obj, name=name, title_level=level)._repr_markdown_()
+    except Exception as e:                                  # a name show_doc cannot read still gets its heading
+        md = f"{'#' * level} {name}\n\n(no signature: {type(e).__name__})"
+    md = re.sub(r"^\s*---\s*\n", "", md)                     # show_doc's rule above each card: the heading suffices
+    md = re.sub(rf"^{'#' * level} .*$", f"{'#' * level} {name} {{ #{anchor} .wm-card }}", md, count=1, flags=re.M)
+    return md.strip()
+
+
+def class_methods(cls) -> list:
+    "A class's own public methods and properties (those it defines, not inherited), as (name, object)."
+    out = []
+    for n, v in vars(cls).items():
+        if n.startswith("_"): continue
+        f = v.fget if isinstance(v, property) else getattr(v, "__func__", v)
+        if inspect.isfunction(f): out.append((n, f))
+    return out
+
+
+def cards_of(src: str, mod) -> list:
+    "The cards of the public names an export cell defines (a class's with its methods')."
+    public = set(getattr(mod, "__all__", []))
+    out = []
+    for n in defined_names(src):
+        obj = getattr(mod, n, None)
+        if n not in public or obj is None: continue
+        anchor = f"{mod.__name__}.{n}"
+        out.append(card(obj, n, anchor))
+        if inspect.isclass(obj):
+            out += [card(f, f"{n}.{m}", f"{anchor}.{m}", level=4) for m, f in class_methods(obj)]
+    return out
+
+
+def fence(text: str, lang: str = "text") -> str:
+    "A fenced block that holds `text` whatever backticks it has."
+    ticks = "`" * max(3, max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}"
+
+
+def folded(text: str, title: str = "source") -> str:
+    "Code folded under a title (pymdownx.details: closed until clicked)."
+    body = "\n".join("    " + l if l else "" for l in fence(text, "python").splitlines())
+    return f'??? abstract "{title}"\n\n{body}'
+
+
+# ------------------------------------------------------------------ outputs
+def last_state(text: str) -> str:
+    "Terminal text as it last looked: a carriage return redraws its line (a progress bar shows its final state)."
+    lines = [l.split("\r")[-1] if "\r" in l.rstrip("\r") else l.rstrip("\r") for l in text.split("\n")]
+    return "\n".join(lines)
+
+
+def plotly_div(fig: dict) -> str:
     "A plotly figure's JSON as a div drawn by the site's own plotly.js."
     fid = "fig-" + uuid.uuid4().hex[:10]
     data = json.dumps({"data": fig.get("data", []), "layout": fig.get("layout", {})}).replace("</", "<\\/")
@@ -58,132 +119,152 @@ def plotly_html(fig: dict) -> str:
             f'Plotly.newPlot("{fid}", f.data, f.layout, {{responsive: true}});}})();</script>')
 
 
-def prepare(nb) -> bool:
-    """Make the notebook a page: cells nbdev hides are dropped, directives removed from the code shown, widget outputs
-    shown by their HTML, plotly figures as divs. -> whether the page needs plotly.js."""
-    needs_plotly, cells = False, []
+def raw_html(body: str) -> str:
+    "HTML output as a raw block that scrolls sideways rather than clip (a wide table, a viewer)."
+    body = re.sub(r"\n\s*\n", "\n", body.strip())           # a blank line would end Markdown's raw HTML block
+    return f'<div class="wm-out">\n{body}\n</div>'
+
+
+def output_md(o, page) -> str:
+    "One cell output as Markdown or raw HTML; figures and images written beside the page."
+    if o.output_type == "stream":
+        text = last_state(o.text).strip("\n")
+        return fence(text) if text.strip() else ""
+    if o.output_type == "error": return fence(f"{o.ename}: {o.evalue}")
+    data = dict(o.get("data", {}))
+    if PLOTLY in data:
+        page["plotly"] = True
+        return raw_html(plotly_div(data[PLOTLY]))
+    data.pop(WIDGET, None)                                   # no kernel on the site: the widget's own HTML, if it has one
+    for mime, ext in (("image/png", "png"), ("image/jpeg", "jpg")):
+        if mime in data:
+            name = f"{page['stem']}_out{len(page['images'])}.{ext}"
+            page["images"][name] = base64.b64decode(data[mime])
+            return f"![output](figs/{name})"
+    if "text/html" in data: return raw_html(data["text/html"])
+    if "text/markdown" in data: return data["text/markdown"]
+    if "text/plain" in data: return fence(data["text/plain"])
+    return ""
+
+
+# ------------------------------------------------------------------ a notebook as a page
+def directives(src: str) -> list:
+    return [l[3:].strip() if l.startswith("#| ") else l[2:].strip() for l in src.splitlines() if l.startswith("#|")]
+
+
+def page_md(nb, mod, page) -> str:
+    "A notebook as Markdown: prose as written, export cells as cards with their source folded, examples with outputs."
+    parts = []
     for c in nb.cells:
-        c.metadata = {k: v for k, v in c.get("metadata", {}).items() if k == "tags"}   # kernels' timing data, etc.
-        if c.cell_type == "code":
-            if any(c.source.lstrip().startswith(h) for h in HIDDEN): continue
-            c.source = "\n".join(l for l in c.source.splitlines() if not l.startswith("#|")).strip("\n")
-            for o in c.get("outputs", []):
-                data = o.get("data")
-                if not data: continue
-                if PLOTLY in data:
-                    o["data"] = {"text/html": plotly_html(data[PLOTLY])}
-                    needs_plotly = True
-                elif WIDGET in data:                       # no kernel on the site: the widget's own HTML, if it has one
-                    data.pop(WIDGET)
-                    if "text/html" not in data: data["text/plain"] = "(a live widget: open the notebook in JupyterLab)"
-        cells.append(c)
-    nb.cells = cells
-    return needs_plotly
-
-
-def readme_notebook():
-    "The home page from README.md, when nbs/index.ipynb is missing or empty."
-    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell((ROOT / "README.md").read_text())])
-
-
-def api_notebook(modules) -> "nbformat.NotebookNode":
-    "The API reference: every webmix module's docstring and the signature and docstring of each name it exports."
-    cells = [nbformat.v4.new_markdown_cell("# API reference\n\nEvery module's exported names, as `from webmix.X import name`.")]
-    for name in modules:
-        try: mod = importlib.import_module(f"webmix.{name}")
-        except Exception as e:                             # a module that cannot import is named, not skipped silently
-            cells.append(nbformat.v4.new_markdown_cell(f"## webmix.{name}\n\n(could not be imported: {type(e).__name__}: {e})"))
+        if c.cell_type == "markdown":
+            parts.append(re.sub(r"(\]\([^)\s]+)\.ipynb\b", r"\1.md", c.source))   # links between notebooks
             continue
-        parts = [f"<div class='wm-api'><h2 id='{name}'>webmix.{name}</h2>"]
-        if mod.__doc__: parts.append(f"<p>{html.escape(inspect.cleandoc(mod.__doc__))}</p>")
-        for n in getattr(mod, "__all__", []):
-            obj = getattr(mod, n, None)
-            if not (inspect.isfunction(obj) or inspect.isclass(obj)): continue
-            try: sig = str(inspect.signature(obj))
-            except (TypeError, ValueError): sig = "(...)"
-            kind = "class " if inspect.isclass(obj) else ""
-            doc = inspect.getdoc(obj) or ""
-            parts.append(f"<h3 id='{name}.{n}'><code>{kind}{html.escape(n + sig)}</code></h3>"
-                         + (f"<pre class='wm-doc'>{html.escape(doc)}</pre>" if doc else ""))
-        parts.append("</div>")
-        cells.append(nbformat.v4.new_markdown_cell("\n".join(parts)))
-    return nbformat.v4.new_notebook(cells=cells)
+        if c.cell_type != "code": continue
+        flags = directives(c.source)
+        if any(f.split()[0] in ("hide", "default_exp") for f in flags if f): continue
+        code = "\n".join(l for l in c.source.splitlines() if not l.startswith("#|")).strip("\n")
+        if any(f.split()[0] in ("export", "exporti") for f in flags if f):
+            cards = cards_of(code, mod) if mod else []
+            parts += cards
+            if code: parts.append(folded(code, "source" if cards else "source (internal helpers)"))
+            continue
+        if code: parts.append(fence(code, "python"))
+        parts += [md for o in c.get("outputs", []) if (md := output_md(o, page))]
+    return "\n\n".join(parts) + "\n"
 
 
-def modules_of(nbs) -> list:
-    "The modules the notebooks export (their #| default_exp), in notebook order."
-    out = []
-    for p in nbs:
-        m = re.search(r"#\|\s*default_exp\s+([\w.]+)", p.read_text())
-        if m: out.append(m.group(1))
-    return out
+# ------------------------------------------------------------------ the pages of the site's own
+def sites_md(images_dir: Path) -> str:
+    "The sites page: every site's picture (a tile of the contact sheet), name, split and title."
+    from webmix.config import split_of
+    from webmix.world.sites import load_sites
+    from webmix.world.sheet import sheet_tiles
+    sites = load_sites()
+    names = sorted(sites)
+    sheet = ROOT / "nbs" / "images" / "sites.png"
+    tiles = sheet_tiles(sheet, names, images_dir / "sites")
+    by_split = {}
+    for n in names: by_split.setdefault(split_of(n), []).append(n)
+    out = ["# The sites", "",
+           f"MiniWeb serves {len(names)} sites: {len(by_split.get('train', []))} training sites and "
+           f"{len(by_split.get('test', []))} held-out test sites (`data/site_split.json`). Each picture is the site's "
+           "first list page in Chromium, as `webmix sites list --sheet` takes it.", ""]
+    for split, title in (("train", "Training sites"), ("test", "Held-out test sites")):
+        out += [f"## {title}", "", '<div class="wm-sites">']
+        for n in by_split.get(split, []):
+            out.append(f'<figure class="wm-site" id="site-{n}"><a href="images/sites/{tiles[n].name}">'
+                       f'<img src="images/sites/{tiles[n].name}" alt="{n}: {html.escape(sites[n].title)}" loading="lazy"></a>'
+                       f'<figcaption><b>{n}</b> · {html.escape(sites[n].title)}</figcaption></figure>')
+        out += ["</div>", ""]
+    return "\n".join(out)
 
 
-WINGS = {"": "Ground floor", "world": "World", "agents": "Agents", "data": "Data", "eval": "Evaluation", "views": "Views"}
+def api_md(entries) -> str:
+    "The API index: every module and the names it exports, each linked to its card on its notebook's page."
+    out = ["# API index", "", "Every module's exported names, as `from webmix.X import name`; each links to its card.", ""]
+    for mod_name, page, names in entries:
+        out += [f"## webmix.{mod_name} {{ #{mod_name} }}", "", f"[{page['title']}]({page['md']})", ""]
+        if names: out.append(" · ".join(f"[`{n}`]({page['md']}#webmix.{mod_name}.{n})" for n in names))
+        out.append("")
+    return "\n".join(out)
 
 
-def notebooks(nbs_dir: Path) -> list:
-    "Every notebook, wing by wing as WINGS orders them (the ground floor's first, the CLI's last), each wing's in name order."
-    nbs = [p for p in nbs_dir.rglob("*.ipynb") if not any(s.startswith(".") for s in p.relative_to(nbs_dir).parts)]
-    def key(p):
-        wing = p.relative_to(nbs_dir).parent.as_posix().replace(".", "")
-        last = wing == "" and p.stem.startswith("9")          # the CLI sits on top of every wing
-        return (last, list(WINGS).index(wing) if wing in WINGS else len(WINGS), p.stem)
-    return sorted(nbs, key=key)
-
-
-def page_of(p: Path, nbs_dir: Path) -> str:
-    "A notebook's page: its path under nbs/ with '-' for '/', so two wings' notebooks of one name stay apart."
-    return "-".join(p.relative_to(nbs_dir).with_suffix("").parts) + ".html"
-
-
-def wing_of(p: Path, nbs_dir: Path) -> str:
-    wing = p.relative_to(nbs_dir).parent.as_posix().replace(".", "")
-    return WINGS.get(wing, wing) if not (wing == "" and p.stem.startswith("9")) else "Command line"
+def config(out: Path, docs_dir: Path, nav: list) -> dict:
+    "mkdocs.yml: docs/mkdocs.base.yml with this build's folders and sidebar."
+    cfg = yaml.safe_load((ROOT / "docs" / "mkdocs.base.yml").read_text())
+    cfg.update(docs_dir=str(docs_dir), site_dir=str(out.resolve()), nav=nav)
+    return cfg
 
 
 def build(out: Path, nbs_dir: Path) -> list:
     t0 = time.time()
+    sys.path.insert(0, str(ROOT))
     nbs = notebooks(nbs_dir)
-    if out.exists(): shutil.rmtree(out)
-    (out / "_static").mkdir(parents=True)
-    import plotly
-    shutil.copyfile(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", out / "_static" / "plotly.min.js")
-    shutil.copyfile(ROOT / "docs" / "site.css", out / "_static" / "site.css")
-    if (nbs_dir / "images").is_dir(): shutil.copytree(nbs_dir / "images", out / "images")   # the notebooks' pictures
-    pages = []                                             # (file, title, notebook, wing)
-    for p in nbs:
-        nb = nbformat.read(p, as_version=4)
-        if p.stem == "index" and p.parent == nbs_dir:
-            if not nb.cells: nb = readme_notebook()
-            pages.insert(0, ("index.html", "Home", nb, ""))
-        else: pages.append((page_of(p, nbs_dir), title_of(nb, p.stem), nb, wing_of(p, nbs_dir)))
-    if not any(f == "index.html" for f, *_ in pages): pages.insert(0, ("index.html", "Home", readme_notebook(), ""))
-    pages.append(("api.html", "API reference", api_notebook(modules_of(nbs)), ""))
-    exporter = SiteExporter(template_name="webmix", extra_template_basedirs=[str(ROOT / "docs" / "templates")],
-                            exclude_anchor_links=False)
-    (out / "_static" / "lab.css").write_text(exporter.lab_css())
-    nav, shown = [], set()
-    for f, t, _, wing in pages:                            # a wing's name heads its first page
-        nav.append({"file": f, "title": t, "wing": wing if wing and wing not in shown else ""}); shown.add(wing)
-    bad = []
-    for f, title, nb, _ in pages:
-        nb.metadata["title"] = f"{title} · webmix"
-        nb.metadata.pop("widgets", None)                   # its state would need the widget manager from a CDN
-        for c in nb.cells:                                 # pages are flat: a notebook's ../images/ is the site's images/
-            if c.cell_type == "markdown": c.source = re.sub(r"\]\((?:\.\./)+images/", "](images/", c.source)
-        needs = prepare(nb)
-        res = {"webmix": {"pages": nav, "current": f, "plotly": needs}}
-        try: body, _ = exporter.from_notebook_node(nb, resources=res)
-        except Exception as e:                             # one notebook that cannot render does not stop the site
-            print(f"docs: {f} not rendered: {type(e).__name__}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
-            failed = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
-                f"# {title}\n\nThis notebook could not be rendered: `{type(e).__name__}`.")])
-            body, _ = exporter.from_notebook_node(failed, resources=res)
-        (out / f).write_text(body)
-        bad += [f"{f}: {m.group(0)[:80]}" for m in EXTERNAL.finditer(body)]
-    if bad: sys.exit("pages load from outside the site:\n" + "\n".join(bad))
-    print(f"docs: {len(pages)} pages in {out} ({time.time() - t0:.1f}s)")
+    with tempfile.TemporaryDirectory() as tmp:
+        docs = Path(tmp) / "docs"
+        (docs / "_static").mkdir(parents=True)
+        import plotly
+        shutil.copyfile(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", docs / "_static" / "plotly.min.js")
+        shutil.copyfile(ROOT / "docs" / "extra.css", docs / "_static" / "extra.css")
+        shutil.copytree(nbs_dir / "images", docs / "images")
+        for md in (ROOT / "docs").glob("*.md"): shutil.copyfile(md, docs / md.name)
+        (docs / "sites.md").write_text(sites_md(docs / "images"))
+        wings, explain, api_entries, pages = {}, [], [], []
+        for p in nbs:
+            rel = p.relative_to(nbs_dir).with_suffix(".md")
+            nb = nbformat.read(p, as_version=4)
+            mod_name = module_of(nb)
+            mod = importlib.import_module(f"webmix.{mod_name}") if mod_name else None
+            page = {"stem": rel.stem, "images": {}, "plotly": False, "md": rel.as_posix(), "title": title_of(nb, p.stem)}
+            if p.stem == "index" and p.parent == nbs_dir: page["title"] = "Home"
+            body = page_md(nb, mod, page)
+            if page["plotly"]:                                 # the figure's script, once, before the page's figures
+                up = "../" * (len(rel.parts) - 1)
+                body = f'<script src="{up}_static/plotly.min.js"></script>\n\n' + body
+            (docs / rel).parent.mkdir(parents=True, exist_ok=True)
+            (docs / rel).write_text(body)
+            for name, data in page["images"].items():
+                (docs / rel.parent / "figs").mkdir(exist_ok=True)
+                (docs / rel.parent / "figs" / name).write_bytes(data)
+            pages.append(page)
+            if mod_name: api_entries.append((mod_name, page, list(getattr(mod, "__all__", []))))
+            wing = p.relative_to(nbs_dir).parent.as_posix()
+            if page["md"] == "index.md": continue
+            if wing in ("", ".") and p.stem in EXPLANATIONS: explain.append({page["title"]: page["md"]})
+            elif wing in ("", ".") and p.stem.startswith("90"): wings.setdefault("Command line", []).append({page["title"]: page["md"]})
+            else: wings.setdefault(WINGS.get(wing.replace(".", ""), wing), []).append({page["title"]: page["md"]})
+        (docs / "api.md").write_text(api_md(api_entries))
+        nav = [{"Home": "index.md"}, {"Tutorials": wings.pop("Tutorials", [])},
+               {"Explanations": [{"The sites": "sites.md"}] + explain},
+               {"API": [{"API index": "api.md"}] + [{w: ps} for w, ps in wings.items() if w != "Command line"]},
+               {"Command line": wings.get("Command line", [])}]
+        cfg_path = Path(tmp) / "mkdocs.yml"
+        cfg_path.write_text(yaml.safe_dump(config(out, docs, nav), sort_keys=False))
+        p = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(cfg_path)], capture_output=True, text=True)
+        if p.returncode: sys.exit(f"mkdocs build failed:\n{p.stderr[-3000:]}")
+    bad = [f"{f.relative_to(out)}: {m.group(0)[:80]}" for f in out.rglob("*.html") for m in EXTERNAL.finditer(f.read_text())]
+    if bad: sys.exit("pages load from outside the site:\n" + "\n".join(bad[:20]))
+    print(f"docs: {len(pages) + 3} pages in {out} ({time.time() - t0:.1f}s)")
     return pages
 
 

@@ -52,7 +52,11 @@ def test_each_kind_of_episode_steps_with_screens_actions_and_verdicts(episodes):
     traj = json.loads((kept[0] / "trajectory.json").read_text())
     assert e.kind == "datagen" and len(e.steps) == len(traj["steps"]) and e.verdict["ok"] is True
     assert e.steps[0].before.name == "step_1.png" and (len(e.steps) == 1 or e.steps[0].after.name == "step_2.png")
-    assert e.steps[0].memory == traj["steps"][0]["memory"] and e.box_note      # no box recorded: said so
+    assert e.steps[0].memory == traj["steps"][0]["memory"]
+    # ... and, as an agent's steps, the box of the element acted on and the backend's record cut into steps by time
+    boxed = [(p, s) for p in kept for s in load_episode(p).steps if s.box]
+    assert boxed and all(len(s.box) == 4 and s.box[2] > 0 and s.box[3] > 0 for _, s in boxed), "no datagen step with a box"
+    assert any(s.backend.get("requests") for p in kept for s in load_episode(p).steps), "no datagen step with its requests"
     # every episode folder says its layout in an episode.json of the one schema (the viewers read that, no file names)
     for d, layout, runner in ((kept[0], "datagen", "datagen"), (next(p for p in _dirs(plan)), "rows", "plan-data"),
                               (next(p for p in _dirs(ev)), "agent", "evaluate")):
@@ -354,6 +358,10 @@ def test_verdicts_beside_the_backend_and_the_run_dashboard(episodes):
         figs = run_dashboard(run)
         assert set(figs) >= {"success by arm x family", "success by site", "durations and steps", "failure causes"}
         assert all(f.data for k, f in figs.items() if k != "failure causes")
+    both = run_dashboard(ev, dg)                     # two runs side by side: each arm a column of the heatmap
+    whos = set(run_results(ev)["arm"]) | {"datagen"}
+    assert set(both.df["who"]) == whos and set(both["success by arm x family"].data[0].x) == whos
+    assert repr(both).startswith(f"Dashboard of {len(both.df)} episodes") and len(repr(both)) < 400
 
 
 # ── in JupyterLab, in Chromium ───────────────────────────────────────────────

@@ -18,7 +18,7 @@ from .. import runs
 from ..agents import harness as H
 from ..world.catalog import NAV, REASON, SELECT, TEXT
 from ..records import TaskFileError
-from ..episode_layout import EpisodeRecord, StepRecord, write_episode
+from ..episode_layout import EpisodeRecord, StepRecord, element_box, write_episode
 
 # %% ../../nbs/eval/00_episode.ipynb #fa54df45
 ADAPTER_OF_FAMILY = {"Drag & gesture": "drag", "Out-of-page I/O": "io", "Discrete selection": "select",
@@ -97,10 +97,6 @@ def dumped_items(hist) -> list:
     return out
 
 # %% ../../nbs/eval/00_episode.ipynb #270e03e7
-def _box(el) -> list | None:
-    b = (el or {}).get("bounds")
-    return [b["x"], b["y"], b["width"], b["height"]] if isinstance(b, dict) and "x" in b else None
-
 def _point(item, params) -> list | None:
     "Where a click landed: the click's own metadata, else the coordinates the model gave."
     md = ((item.get("result") or [{}])[0] or {}).get("metadata") or {}
@@ -117,7 +113,7 @@ def step_record(n: int, item: dict, screenshot, t1, model) -> StepRecord:
     el = (st.get("interacted_element") or [None])[0]
     errors = [r["error"] for r in item.get("result") or [] if isinstance(r, dict) and r.get("error")]
     return StepRecord(n=n, action=name, params=params if isinstance(params, dict) else {}, actions=acts if len(acts) > 1 else [],
-                      element=el, box=_box(el), point=_point(item, params), url=st.get("url"), model=model,
+                      element=el, box=element_box(el), point=_point(item, params), url=st.get("url"), model=model,
                       screenshot=screenshot, t0=md.get("step_start_time"), t1=t1, error=str(errors[0])[:500] if errors else None,
                       evaluation=mo.get("evaluation_previous_goal") or "", memory=mo.get("memory") or "",
                       next_goal=mo.get("next_goal") or "")

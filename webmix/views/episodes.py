@@ -234,8 +234,8 @@ def step_action(s) -> str:
 
 # %% ../../nbs/views/01_episodes.ipynb #214d591f
 NOTES = {  # (why no box is drawn, why no per-step backend record is shown), by runner
-    "datagen": ("datagen records the element's descriptor (tag, control id, text), not its box",
-                "datagen records the injected recorder's event per step; requests and data changes are read once, at the gate"),
+    "datagen": ("only steps that act on an element browser-use lists record a box (a gesture by coordinates records none)",
+                "no grade_inputs.json, or steps without times (an attempt recorded before datagen kept them)"),
     "evaluate": ("only clicks record a box (browser-use's interacted element); this step's action has none",
                  "no grade_inputs.json: the backend's record is not in this folder"),
     "online": ("only clicks record a box (browser-use's interacted element); this step's action has none",
@@ -263,7 +263,7 @@ def load_steps(d: Path) -> Episode:
     "An agent's episode or a datagen attempt: its episode.json's steps, their screenshots, the backend's record by step."
     rec = read_record(d)
     f = rec.files.get("grade_inputs")
-    g = read_json(d / f, d, dict) if rec.layout == "agent" and isinstance(f, str) and (d / f).is_file() else {}
+    g = read_json(d / f, d, dict) if rec.layout in ("agent", "datagen") and isinstance(f, str) and (d / f).is_file() else {}
     rows = read_jsonl(d / "rows.jsonl", d) if (d / "rows.jsonl").is_file() else []
     box_note, backend_note = NOTES.get(rec.runner, ("", ""))
     ep = Episode(d, rec.layout, rec.task_id, rec.site, rec.macro, rec.family or FAMILY_OF.get(rec.macro, ""),
