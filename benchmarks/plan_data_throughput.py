@@ -76,7 +76,7 @@ def main(argv=None):
         with tempfile.TemporaryDirectory() as d, CpuMeter() as meter:
             load0, t0 = os.getloadavg()[0], time.perf_counter()
             s = P.run_plan_data(out=Path(d) / "rows", chains=a.chains, seed=a.seed, workers=w,
-                                ports=[a.port + 2 + 2 * k, a.port + 3 + 2 * k], items=items, progress=False)
+                                ports=[a.port + 2 + 2 * k, a.port + 3 + 2 * k], items=items, progress=False).attrs["summary"]
             wall = time.perf_counter() - t0
         cpu = meter.seconds
         t = s["timing_s"]

@@ -53,9 +53,9 @@ def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("datagen")
     tasks = [on_variant(t, i % 3) for i, t in enumerate(one_per_macro(all_tasks()))]
     with HO.loopback_only() as outside:
-        summary = run_datagen(tmp / "run", tasks=tasks, ports=tuple(free_ports()), net_log_dir=tmp / "netlogs",
+        results = run_datagen(tmp / "run", tasks=tasks, ports=tuple(free_ports()), net_log_dir=tmp / "netlogs",
                               progress=False)
-    return {"dir": tmp / "run", "tasks": tasks, "summary": summary, "outside": list(outside), "netlogs": tmp / "netlogs"}
+    return {"dir": tmp / "run", "tasks": tasks, "summary": results.attrs["summary"], "results": results, "outside": list(outside), "netlogs": tmp / "netlogs"}
 
 
 def test_the_run_covers_every_macro(run):
@@ -77,7 +77,8 @@ def test_kept_on_the_first_attempt_and_causes_named(run):
     n_kept = sum(r["ok"] for r in results)
     assert n_kept >= 0.95 * len(results), {r["task_id"]: r["cause"] for r in results if not r["ok"]}
     assert all(r["cause"] for r in results if not r["ok"])
-    assert run["summary"]["_all"]["kept"] == n_kept
+    assert run["summary"]["_all"]["kept"] == n_kept == run["results"]["ok"].sum()
+    assert sorted(run["results"]["task_id"]) == sorted(t["task_id"] for t in run["tasks"])     # one row a task
     table = variant_table(results).splitlines()                 # kept on every variant: the robustness table datagen prints
     assert [line.split()[0] for line in table[1:4]] == ["0", "1", "2"] and table[-1].startswith("spread"), table
 
@@ -112,7 +113,7 @@ def test_a_step_keeps_its_screenshot_when_browser_uses_times_out(monkeypatch, tm
     "On a busy machine browser-use's screenshot can time out; the driver then takes the page itself, before the action."
     monkeypatch.setenv("TIMEOUT_ScreenshotEvent", "0.0001")      # browser-use's own screenshot now always fails
     task = next(t for t in make_tasks("shop") if t["macro"] == "filter_by_dropdown")
-    res = run_datagen(tmp_path / "run", tasks=[task], ports=tuple(free_ports(1)), progress=False)
+    res = run_datagen(tmp_path / "run", tasks=[task], ports=tuple(free_ports(1)), progress=False).attrs["summary"]
     assert res["_all"]["kept"] == 1, read_results(tmp_path / "run")
     d = tmp_path / "run" / "accepted" / task["task_id"]
     steps = json.loads((d / "trajectory.json").read_text())["steps"]
@@ -384,7 +385,7 @@ def test_a_killed_browser_or_server_fails_one_attempt_and_the_run_goes_on(tmp_pa
     stop, kills = threading.Event(), []
     watcher = threading.Thread(target=_watch, args=(stop, kills), daemon=True)
     watcher.start()
-    try: s = run_datagen(tmp_path / "run", tasks=tasks, workers=1, ports=free_ports(1), timeout=40, progress=False)
+    try: s = run_datagen(tmp_path / "run", tasks=tasks, workers=1, ports=free_ports(1), timeout=40, progress=False).attrs["summary"]
     finally: stop.set()
     lines = _lines(tmp_path / "run")
     assert kills == ["chromium", "server"] and len(lines) == 5, (kills, lines)

@@ -274,3 +274,26 @@ def test_judge_tier_through_the_server(monkeypatch):
         no = checks.grade_answer(spec, "41", "How many?")
     assert yes["passed"] and yes["tier"] == "llm" and not no["passed"]
     assert "forty-two" in last_user(srv.requests[0])
+
+
+def test_memory_model_replies_come_from_the_cache_the_second_time(tmp_path):
+    "configure_memory(cache=DIR): a request seen before is answered from the folder, with the server stopped too."
+    parts = ["Filter by Books.", "Sort by price."]
+    cache = tmp_path / "replies"
+    with ScriptedServer({"memory": ["Show only Books, sorted by price.", "Show only the cheapest things."]}) as srv:
+        try:
+            R.configure_memory(srv.base_url, "memory", cache)
+            async def twice(): return [await P.merge_all(parts), await P.merge_all(parts)]
+            first, second = asyncio.run(twice())
+        finally: R.configure_memory()
+    assert first == second == ("Show only Books, sorted by price.", "merged") and len(srv.requests) == 1
+    try:                                                          # the server is gone: the cache still answers
+        R.configure_memory(srv.base_url, "memory", cache)
+        assert asyncio.run(P.merge_all(parts)) == first
+    finally: R.configure_memory()
+    with ScriptedServer({"memory": ["Show only the cheapest things."]}) as other:
+        try:                                                      # another folder: asked again, a wrong rewrite refused
+            R.configure_memory(other.base_url, "memory", tmp_path / "other")
+            assert asyncio.run(P.merge_all(parts)) == ("Filter by Books. Then Sort by price.", "joined")
+        finally: R.configure_memory()
+    assert len(other.requests) >= 1

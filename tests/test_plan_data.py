@@ -153,8 +153,10 @@ def test_chains_build_valid_rows(tmp_path, items):
     out = tmp_path / "rows"
     specs = chain_specs(items, 8, seed=3)
     assert [chain_key(c) for c in specs] == [chain_key(c) for c in chain_specs(items, 8, seed=3)]   # same seed, same list
-    s = P.run_plan_data(out=out, chains=8, seed=3, workers=2, ports=free_ports(2), items=items, progress=False)
+    df = P.run_plan_data(out=out, chains=8, seed=3, workers=2, ports=free_ports(2), items=items, progress=False)
+    s = df.attrs["summary"]
     assert s["chains"] == len(specs) >= 4 and s["ok"] == s["chains"], s     # replays of kept parts: every chain keeps
+    assert sorted(df["task_id"]) == sorted(chain_key(c) for c in specs) and df["ok"].all()     # a row a chain
     lines = [json.loads(l) for l in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(r["task_id"] for r in lines) == sorted(chain_key(c) for c in specs)
     model = _planner_output_model()
@@ -183,7 +185,7 @@ def test_chains_build_valid_rows(tmp_path, items):
         assert all(t["instruction"] == P.HOME_STEP.format(site="Lumen Market") and t["macro"] == "navigate_home" for t in homes)
         assert len(homes) <= ep["via"].count("home") and len(ep["turns"]) == len(ep["parts"]) + len(homes) + 1
     assert not (out / "_tmp").exists()
-    again = P.run_plan_data(out=out, chains=8, seed=3, workers=2, ports=free_ports(2), items=items, progress=False)
+    again = P.run_plan_data(out=out, chains=8, seed=3, workers=2, ports=free_ports(2), items=items, progress=False).attrs["summary"]
     assert again["chains"] == 0                                                  # all there: nothing runs twice
 
 
@@ -196,7 +198,7 @@ def test_rows_keep_their_screenshot_when_browser_uses_times_out(monkeypatch, tmp
     "On a busy machine browser-use's screenshot can time out: the planner's row then gets the page captured over CDP."
     monkeypatch.setenv("TIMEOUT_ScreenshotEvent", "0.0001")      # browser-use's own screenshot now always fails
     out = tmp_path / "rows"
-    s = P.run_plan_data(out=out, chains=2, seed=3, workers=1, ports=free_ports(1), items=items, progress=False)
+    s = P.run_plan_data(out=out, chains=2, seed=3, workers=1, ports=free_ports(1), items=items, progress=False).attrs["summary"]
     kept = [d for d in out.iterdir() if (d / "episode.json").exists()]
     assert s["ok"] == len(kept) >= 1, s
     for d in kept:
@@ -354,7 +356,7 @@ def test_memory_model_faults_and_a_cancelled_chain_are_failed_lines(tmp_path, it
         return load(d, base)
     monkeypatch.setattr(R, "load_part", cancel_in_victim)
     out = tmp_path / "cancelled"
-    s = P.run_plan_data(out=out, ports=free_ports(1), **kw)
+    s = P.run_plan_data(out=out, ports=free_ports(1), **kw).attrs["summary"]
     lines = {r["task_id"]: r for r in _results(out / "results.jsonl")}
     assert lines[victim]["cause"] == "cancelled" and s["ok"] == 1 and len(lines) == 2, lines
 
@@ -363,7 +365,7 @@ def test_memory_model_faults_and_a_cancelled_chain_are_failed_lines(tmp_path, it
 def test_plan_data_on_ray(tmp_path, items):
     pytest.importorskip("ray")
     out = tmp_path / "rows"
-    s = P.run_plan_data(out=out, chains=2, seed=3, workers=2, items=items, backend="ray", progress=False)
+    s = P.run_plan_data(out=out, chains=2, seed=3, workers=2, items=items, backend="ray", progress=False).attrs["summary"]
     assert s["ok"] == s["chains"] == 2, s
     lines = _results(out / "results.jsonl")
     assert {r["pid"] for r in lines} != {os.getpid()} and all(P.validate_chain(out / r["task_id"]) == [] for r in lines)

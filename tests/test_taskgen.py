@@ -169,6 +169,27 @@ def test_webjudge_on_miniweb_episodes_in_the_online_layout(run):
     assert buf.getvalue().startswith("no model server named")
     assert sorted(f.stem for f in copy.with_name("copy_webjudge").glob("*.json") if not f.name.startswith("_")) == \
            sorted(p.name for p in copy.iterdir())
+    # --cache: judged again, every request is answered from the folder (none reaches the server), verdicts unchanged
+    recs = lambda d: {f.stem: json.loads(f.read_text()) for f in d.glob("*.json") if not f.name.startswith("_")}
+    cache = online.parent / "judge-cache"
+    with llm.ScriptedServer(lambda r: S.stand_in_reply(r, **handlers)) as srv:
+        spec = S.model_spec("scripted-webjudge", srv.base_url, cache=cache)
+        J.webjudge_run(online, spec, workers=1, out=online.parent / "wj1", progress=False, say=lambda *_: None)
+        asked = len(srv.requests)
+        J.webjudge_run(online, spec, workers=1, out=online.parent / "wj2", progress=False, say=lambda *_: None)
+        assert asked > 0 and len(srv.requests) == asked
+    one, two = recs(online.parent / "wj1"), recs(online.parent / "wj2")
+    assert {k: (r["response"], r["predicted_label"]) for k, r in one.items()} == \
+           {k: (r["response"], r["predicted_label"]) for k, r in two.items()}
+    assert sum(r["cache_hits"] for r in one.values()) < sum(r["model_calls"] for r in one.values())   # (alike key-point asks hit)
+    assert all(r["cache_hits"] == r["model_calls"] > 0 and formats.problems("judge_record", r) == [] for r in two.values())
+    # ... and from the command line, on the stand-ins: the second run's records say every call was a cache hit
+    for k in range(2):
+        shutil.rmtree(copy.with_name("copy_webjudge"))
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert cli(["judge", "--method", "webjudge", str(copy), "--cache", str(online.parent / "cli-cache")]) == 0
+        hits = [r["cache_hits"] == r["model_calls"] > 0 for r in recs(copy.with_name("copy_webjudge")).values()]
+        assert hits and all(hits) == (k == 1), (k, hits)
 
 
 def test_rows_budget_interleaving_and_schema(run, tmp_path):

@@ -67,12 +67,9 @@ def print_walk(rows) -> bool:
 # %% ../nbs/91_job.ipynb #ecb60bf6
 def pool_summary(run) -> str:
     "The kept/rejected counts of a datagen run by family, as a table."
-    from webmix.data.datagen import by_family
+    from webmix.data.datagen import family_table
     from webmix.data.pool import read_results
-    fams = by_family(read_results(run))
-    lines = [f"{'family':<22} {'kept':>5} {'rejected':>8} {'rate':>6}"]
-    lines += [f"{f:<22} {s['kept']:>5} {s['rejected']:>8} {s['rate']:>6.1%}" for f, s in fams.items()]
-    return "\n".join(lines)
+    return family_table(read_results(run))
 
 # %% ../nbs/91_job.ipynb #3ef0f339
 def build_pool(data, o: MainOptions):
@@ -141,7 +138,7 @@ def run_main(o: MainOptions) -> int:
     run, pool = build_pool(data, o)
     out = data / "rows" / "planner" / "main"
     summary = run_plan_data(out=out, chains=o.chains, pool=pool, runs=[run], seed=o.seed, workers=o.workers,
-                            ports=list(o.ports), headless=not o.headful)
+                            ports=list(o.ports), headless=not o.headful).attrs["summary"]
     print(f"\nplanner rows: {summary['ok']} of {summary['chains']} chains kept this run, in {out}/<chain id>/rows.jsonl "
           f"(with episode.json and step_*.png); all results in {out}/results.jsonl\n" + ROWS_HOWTO.format(out=out), flush=True)
     if o.eval_tasks: main_evaluation(data, o)

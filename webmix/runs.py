@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['HOST', 'GC_THAW_EVERY', 'BACKENDS', 'Worker', 'WorkerServer', 'describe', 'settle', 'unit_line', 'freeze_survivors',
-           'guarded', 'Run', 'stale_tmp', 'finished_keys', 'plan_units', 'run_sync', 'RayWorker', 'RayUnreachable',
-           'ray_init', 'ready_out', 'OutRemoved', 'still_there', 'run_units', 'fetch_title']
+           'guarded', 'Run', 'summary_line', 'stale_tmp', 'finished_keys', 'plan_units', 'run_sync', 'RayWorker',
+           'RayUnreachable', 'ray_init', 'ready_out', 'OutRemoved', 'still_there', 'run_units', 'fetch_title']
 
 # %% ../nbs/03_runs.ipynb #5e27602e
 import asyncio, fcntl, gc, hashlib, json, os, platform, re, shutil, socket, subprocess, sys, time, traceback, uuid
@@ -163,6 +163,15 @@ class Run:
                 "kept_share": round(self.ok / n, 3) if n else None, "seconds": round(self.seconds, 1),
                 "ok_per_min": round(self.ok / self.seconds * 60, 2) if self.seconds and n else None,
                 "failures": dict(causes.most_common(8))}
+
+# %% ../nbs/03_runs.ipynb #b70e7438
+def summary_line(s: dict, what: str = "units") -> str:
+    "A run's summary (Run.summary) in one line: how many units succeeded, failed and were skipped, in how long, and why."
+    rate = f", {s['kept_share']:.0%}" if s.get("kept_share") is not None else ""
+    line = (f"{s['ok']} of {s['units']} {what} succeeded{rate}, in {s['seconds']:.0f} s"
+            + (f"; {s['skipped']} already done" if s.get("skipped") else ""))
+    causes = "; ".join(f"{c} ({n})" for c, n in list((s.get("failures") or {}).items())[:3])
+    return line + (f"; failures: {causes}" if causes else "")
 
 # %% ../nbs/03_runs.ipynb #7f7414c4
 def _running_in(folder) -> list:

@@ -181,10 +181,11 @@ def note_call(model, response, hit: bool, seconds: float) -> ModelCall:
     return call
 
 # %% ../../nbs/agents/01c_calls.ipynb #98cc5d8e
-async def call_create(create, request: dict):
-    "The reply to one chat request: the episode's cache's, when it holds it; else `create(**request)`'s, then stored. Noted."
+async def call_create(create, request: dict, cache=None):
+    """The reply to one chat request: the cache's (`cache`, else the episode's), when it holds it; else
+    `create(**request)`'s, then stored. Noted."""
     from openai.types.chat import ChatCompletion
-    cache, t0 = RESPONSE_CACHE.get(), time.perf_counter()
+    cache, t0 = cache if cache is not None else RESPONSE_CACHE.get(), time.perf_counter()
     names = BrowserNames(request, NODE_IDS.get()) if cache is not None else None
     if names is not None and (seen := NODE_IDS.get()) is not None: seen |= names.seen
     key = request_key(names.keyed(request)) if cache is not None else None

@@ -5,7 +5,7 @@ through a real browser-use Agent, gated, and filed as kept or rejected."""
 
 # %% auto #0
 __all__ = ['step_timing', 'trajectory_of', 'datagen_record', 'task_fields', 'file_unit', 'run_task', 'DatagenLine', 'tally',
-           'summarize', 'by_family', 'summary_table', 'run_datagen']
+           'summarize', 'by_family', 'summary_table', 'family_table', 'run_datagen']
 
 # %% ../../nbs/data/04_datagen.ipynb #339ba530
 import asyncio, json, shutil
@@ -25,7 +25,7 @@ from ..config import MAX_STEPS, UNIT_TIMEOUT_S, comma_list
 from .scripted_model import Driver
 from .pool import read_results, write_pool
 from ..records import as_task, with_variants
-from ..folders import variant_table
+from ..folders import results_frame, variant_table
 from ..episode_layout import EpisodeRecord, StepRecord, element_box, write_episode
 from .tasks import all_tasks
 from ..command import split_options
@@ -199,10 +199,18 @@ def summary_table(summary) -> str:
         lines.append(f"{'all' if m == '_all' else m:<22} {s['family']:<20} {s['kept']:>5} {s['rejected']:>4} {s['rate']:>6.1%} {s['sites']:>5}")
     return "\n".join(lines)
 
+# %% ../../nbs/data/04_datagen.ipynb #4ea4d3be
+def family_table(results) -> str:
+    "Kept and rejected result lines by family, as a table."
+    lines = [f"{'family':<22} {'kept':>5} {'rejected':>8} {'rate':>6}"]
+    lines += [f"{f:<22} {s['kept']:>5} {s['rejected']:>8} {s['rate']:>6.1%}" for f, s in by_family(results).items()]
+    return "\n".join(lines)
+
 # %% ../../nbs/data/04_datagen.ipynb #699f9569
 def run_datagen(out, tasks=None, net_log_dir=None, progress=True, args=None, options: DatagenOptions | None = None,
-                **kw) -> dict:
-    "Generate, run and gate tasks (or the given `tasks`) into `out`; `kw`: DatagenOptions' fields (or the record as `options`), then run_units'. -> the summary by macro."
+                **kw):
+    """Generate, run and gate tasks (or the given `tasks`) into `out`; `kw`: DatagenOptions' fields (or the record as
+    `options`), then run_units'. -> the tasks' result lines as a DataFrame, the summary by macro as `.attrs["summary"]`."""
     o, engine = (options, kw) if options is not None else split_options(DatagenOptions, kw)
     # what decides the units: the draw, or a list the caller made (a resume with another draw would mix two)
     settings = {"seed": o.seed, "per_control": o.per_control} if tasks is None else {"tasks": "given by the caller"}
@@ -214,7 +222,9 @@ def run_datagen(out, tasks=None, net_log_dir=None, progress=True, args=None, opt
                          settings=settings, args=args or {"sites": o.sites, "macros": o.macros, "tasks": len(tasks)},
                          progress=progress, **engine)
     mine = {t["task_id"] for t in tasks}
-    summary = summarize([r for r in runs.latest(read_results(out)).values() if r["task_id"] in mine])
-    by_variant = variant_table([r for r in runs.latest(read_results(out)).values() if r["task_id"] in mine])
-    if progress: print(summary_table(summary) + (f"\n\n{by_variant}" if by_variant else "") + f"\nthis session: {run.summary()}", flush=True)
-    return summary
+    lines = [r for r in runs.latest(read_results(out)).values() if r["task_id"] in mine]
+    if progress:
+        by_variant = variant_table(lines)
+        print(family_table(lines) + (f"\n\n{by_variant}" if by_variant else "")
+              + f"\ndatagen: {runs.summary_line(run.summary(), 'tasks')}", flush=True)
+    return results_frame(out, mine, summarize(lines))

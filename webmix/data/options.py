@@ -84,7 +84,7 @@ def datagen_cmd(o: DatagenOptions, run: RunOptions) -> int:
     use_sites_dir(run)
     check_names("site", o.sites, load_sites()); check_names("macro", o.macros, MACROS)
     try:
-        s = run_datagen(run.out, options=o, args=command_args(o, run), **run.engine())
+        s = run_datagen(run.out, options=o, args=command_args(o, run), **run.engine()).attrs["summary"]
     except runs.RunRefused as e: raise SystemExit(f"webmix datagen: {e}")
     return 0 if s.get("_all", {}).get("total", 0) == 0 or s["_all"]["kept"] > 0 else 1
 
@@ -122,6 +122,8 @@ class PlanDataOptions:
     planner_turns: int = option(VERSIONS[DEFAULT_VERSION]["max_turns"], "the planner's turn cap its prompt shows", min=1)
     memory_model: str | None = option(None, "OpenAI-compatible model writing merged requests and final messages")
     memory_url: str | None = option(None, "its base URL, e.g. http://127.0.0.1:8400/v1")
+    cache: str | None = option(None, "a folder of the memory model's replies by request (agents.calls): a request seen "
+                               "before is answered from it, with no server asked; new replies are stored")
 
 # %% ../../nbs/data/90_options.ipynb #4dd312e3
 def plan_data_cmd(o: PlanDataOptions, run: RunOptions) -> int:
@@ -131,7 +133,7 @@ def plan_data_cmd(o: PlanDataOptions, run: RunOptions) -> int:
     from webmix.data.plan_data import run_plan_data
     use_sites_dir(run)
     try:
-        s = run_plan_data(out=run.out, options=o, args=command_args(o, run), **run.engine())
+        s = run_plan_data(out=run.out, options=o, args=command_args(o, run), **run.engine()).attrs["summary"]
     except (ValueError, runs.RunRefused) as e: raise SystemExit(f"webmix plan-data: {e}")
     print(f"rows: {s['out']}/<chain id>/rows.jsonl ({s['ok']} kept chains this session; failed ones in {s['out']}/_failed/)\n"
           f"open them in a notebook: from webmix.data.plan_data import validate_chain; "

@@ -30,7 +30,8 @@ from ..formats import problems
 from ..world.sites import load_sites
 from .pool import pool_items
 from .datagen import file_unit
-from ..runs import RunRefused, run_units, settle
+from ..runs import RunRefused, run_units, settle, summary_line
+from ..folders import results_frame
 from ..command import split_options
 from .options import PlanDataOptions
 
@@ -317,7 +318,7 @@ async def _chain(chain, worker, tmp, res, timing):
 async def run_chain(chain, worker) -> dict:
     "Run one chain with the scripted planner on the worker's server -> its result line (see above)."
     opts = worker.options
-    R.configure_memory(opts.get("memory_url"), opts.get("memory_model"))      # a Ray worker starts with none
+    R.configure_memory(opts.get("memory_url"), opts.get("memory_model"), opts.get("cache"))   # a Ray worker starts with none
     cid = chain_key(chain)
     res, timing = {**chain_fields(chain), "task_id": cid, "ok": False, "cause": None}, Counter()
     tmp = worker.stage(cid)
@@ -379,8 +380,9 @@ def _draw(items) -> str:
     return hashlib.sha256("\n".join(sorted(tid for tid, _ in items)).encode()).hexdigest()[:16]
 
 # %% ../../nbs/data/08_plan_data.ipynb #e073cff2
-def run_plan_data(out=None, items=None, progress=True, args=None, options: PlanDataOptions | None = None, **kw) -> dict:
-    "Build planner rows for the sampled chains into `out` (see above); `kw`: PlanDataOptions' fields (or the record as `options`), then run_units'. -> the summary."
+def run_plan_data(out=None, items=None, progress=True, args=None, options: PlanDataOptions | None = None, **kw):
+    """Build planner rows for the sampled chains into `out` (see above); `kw`: PlanDataOptions' fields (or the record as
+    `options`), then run_units'. -> the chains' result lines as a DataFrame, the summary as `.attrs["summary"]`."""
     o, engine = (options, kw) if options is not None else split_options(PlanDataOptions, kw)
     items = pool_items(o.pool, runs=o.runs) if items is None else items
     specs = chain_specs(items, o.chains, tuple(o.sizes), o.seed)
@@ -394,10 +396,12 @@ def run_plan_data(out=None, items=None, progress=True, args=None, options: PlanD
         specs, run_chain, out, runner="plan-data", key=chain_key, fields=chain_fields, desc="plan-data",
         timeout=timeout or chain_timeout_s(longest) + 60, progress=progress, models=models,
         options={"budget": o.budget, "planner_turns": o.planner_turns, "timeout": timeout,
-                 "memory_model": o.memory_model, "memory_url": o.memory_url},
+                 "memory_model": o.memory_model, "memory_url": o.memory_url, "cache": o.cache},
         settings={"seed": o.seed, "sizes": list(o.sizes), "draw": _draw(items), "budget": o.budget,
                   "planner_turns": o.planner_turns, "memory_model": o.memory_model},
         args=args or {"chains": o.chains, "pool": o.pool, "runs": o.runs}, **engine)
     summary = summarize(run)
-    if progress: print(json.dumps(summary, indent=1), flush=True)
-    return summary
+    if progress:
+        sizes = ", ".join(f"{n} parts: {c}" for n, c in summary["by_size"].items())
+        print(f"plan-data: {summary_line(summary, 'chains')}" + (f" ({sizes})" if sizes else ""), flush=True)
+    return results_frame(out, {chain_key(c) for c in specs}, summary)

@@ -27,6 +27,7 @@ from .drivers import descriptor, event_target
 from .scripted_model import EVENT_ACTIONS
 from ..world.sites import load_sites, sitemap
 from ..agents.llm import openai_key
+from ..agents.calls import ResponseCache, call_create
 
 # %% ../../nbs/data/06_replay.ipynb #04149f4b
 def _read(d, name, default=None):
@@ -210,15 +211,16 @@ def save_images(messages, dir, step) -> list:
 # %% ../../nbs/data/06_replay.ipynb #cd3b8db6
 MEMORY_LLM = None
 
-def configure_memory(url=None, model=None):
-    "Use the OpenAI-compatible `model` at `url` as the memory model (None when either is missing); returns it."
+def configure_memory(url=None, model=None, cache=None):
+    """Use the OpenAI-compatible `model` at `url` as the memory model (None when either is missing), its replies stored
+    in and answered from the folder `cache` when one is given (agents.calls.ResponseCache); returns it."""
     global MEMORY_LLM
     if not (url and model):
         MEMORY_LLM = None
         return None
     from openai import AsyncOpenAI
     MEMORY_LLM = {"client": AsyncOpenAI(base_url=url, api_key=openai_key(), max_retries=1, timeout=MODEL_TIMEOUT_S),
-                  "model": model}
+                  "model": model, "cache": ResponseCache(cache) if cache else None}
     return MEMORY_LLM
 
 LEAK = re.compile(r"\s*\[\d+\]|\b(?:element|index|idx|elem)\s*(?:#|no\.?\s*)?\d+\b|\bdata-[a-z-]+(?:=(?:\"[^\"]*\"|'[^']*'|\S+))?"
@@ -268,8 +270,9 @@ async def ask_memory(messages, prompt, parse=None, need=None, tries=3, max_token
     msgs = _openai_messages(list(messages)) + [{"role": "user", "content": prompt}]
     for k in range(tries):
         try:
-            r = await MEMORY_LLM["client"].chat.completions.create(
-                model=MEMORY_LLM["model"], temperature=0 if k == 0 else 0.7, max_completion_tokens=max_tokens, messages=msgs)
+            request = {"model": MEMORY_LLM["model"], "temperature": 0 if k == 0 else 0.7, "max_completion_tokens": max_tokens,
+                       "messages": msgs}
+            r = await call_create(MEMORY_LLM["client"].chat.completions.create, request, cache=MEMORY_LLM["cache"])
             raw = r.choices[0].message.content or ""
             text = _clean((parse(raw) if parse else raw).strip().strip('"'))
         except Exception as e:          # the caller falls back to its template; memory_faults() tells it why

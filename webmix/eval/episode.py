@@ -18,6 +18,7 @@ from .. import runs
 from ..agents import harness as H
 from ..world.catalog import NAV, REASON, SELECT, TEXT
 from ..records import TaskFileError
+from ..folders import results_frame
 from ..episode_layout import EpisodeRecord, StepRecord, element_box, write_episode
 
 # %% ../../nbs/eval/00_episode.ipynb #fa54df45
@@ -203,7 +204,5 @@ def episode_rows(rows_dir: Path, task_id, kept, meta: dict, strip=None, runner="
 # %% ../../nbs/eval/00_episode.ipynb #e791ad5d
 def load_results(out):
     "The latest result line of every episode of `out` (a run folder, or its results file) as a DataFrame."
-    import pandas as pd
     if not Path(out).exists(): raise FileNotFoundError(f"no run folder or results file at {out}")
-    rows = list(runs.latest(runs.read_results(out)).values())
-    return pd.DataFrame(rows)
+    return results_frame(out)

@@ -29,7 +29,7 @@ from ..config import annotations_dir, json_lines, site_split
 from ..agents.llm import require_served
 from ..agents.calls import CallTotals, call_totals, parse_prices, start_episode
 from ..records import HumanTask, TaskFileError, as_task, family_of, with_variants
-from ..folders import variant_table
+from ..folders import results_frame, variant_table
 from ..agents.harness import run_within
 from .episode import (ADAPTER_OF_FAMILY, episode_rows, files_at_hand, final_screenshot, histories, held_agents,
                                  load_results, partial_history, record_requests, save_screenshots, sub_model,
@@ -371,8 +371,9 @@ def check_served(o: EvalOptions, tasks) -> list:
     return names
 
 # %% ../../nbs/eval/01_evaluate.ipynb #43382a02
-def run_evaluate(tasks, out, progress=True, args=None, options: EvalOptions | None = None, **kw) -> dict:
-    "Evaluate `tasks` (records' tasks, or their JSON objects) into `out` (see above); `kw`: EvalOptions' fields (or the record as `options`), then run_units'. -> the tally."
+def run_evaluate(tasks, out, progress=True, args=None, options: EvalOptions | None = None, **kw):
+    """Evaluate `tasks` (records' tasks, or their JSON objects) into `out` (see above); `kw`: EvalOptions' fields (or
+    the record as `options`), then run_units'. -> the episodes' result lines as a DataFrame, the tally as `.attrs["summary"]`."""
     opts, engine = (options, kw) if options is not None else split_options(EvalOptions, kw)
     tasks = [as_task(t, f"task {i + 1} of {len(tasks)}") for i, t in enumerate(tasks)]     # each id a folder of `out`
     tasks = with_variants(tasks, opts.variants, opts.variant)                              # <id>~v<N> on variant N
@@ -388,7 +389,8 @@ def run_evaluate(tasks, out, progress=True, args=None, options: EvalOptions | No
                    progress=progress, desc=f"evaluate {opts.arm}", **engine)
     df = load_results(out)
     if progress and len(df): print(run_summary(df), flush=True)
-    return tally(df)
+    mine = {unit_key(u) for u in units}
+    return results_frame(out, mine, tally(df[df["task_id"].isin(mine)] if len(df) else df))
 
 MISSING = "-"           # a table cell no episode stands behind
 

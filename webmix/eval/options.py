@@ -263,11 +263,13 @@ class ModelOptions:
     base_url: str | None = option(None, "an OpenAI-compatible server's /v1 URL (vLLM or any other)")
     timeout: float = option(MODEL_TIMEOUT_S, "seconds one model request may take", min=1)
     workers: int = option(8, "model requests at once", min=1)
+    cache: str | None = option(None, "a folder of model replies by request (agents.calls): a request seen before is "
+                               "answered from it, with no server asked; new replies are stored")
 
     def spec(self) -> dict | None:
-        "The model to call, or None when no server is named (then the stand-ins start)."
+        "The model to call, or None when no server is named and no cache is (then the stand-ins start)."
         from webmix.eval.stand_ins import model_spec
-        return model_spec(self.model, self.base_url, self.timeout)
+        return model_spec(self.model, self.base_url, self.timeout, cache=self.cache)
 
 # %% ../../nbs/eval/90_options.ipynb #dac7feee
 def default_tasks_file() -> Path:

@@ -7,26 +7,41 @@ __all__ = ['STAND_IN', 'STAND_INS', 'model_spec', 'ask', 'system_text', 'user_te
            'stand_ins_or', 'prompt_section']
 
 # %% ../../nbs/eval/04a_stand_ins.ipynb #24d75cb1
+import time
 from contextlib import contextmanager
 
 from ..agents import llm
+from ..agents.calls import ResponseCache, note_call, request_key
 from ..config import MODEL_TIMEOUT_S
 
 # %% ../../nbs/eval/04a_stand_ins.ipynb #7424328b
 from .options import MODEL       # declared beside the command-line options that offer it
 STAND_IN = "scripted-stand-in"        # the model name the stand-ins answer to (any name works on their server)
 
-def model_spec(model=None, base_url=None, timeout=MODEL_TIMEOUT_S, temperature=0.0) -> dict | None:
-    "The model to call, or None when no server is named (then the stand-ins start)."
-    if model is None and base_url is None: return None
-    return {"model": model or STAND_IN, "base_url": base_url, "timeout": timeout, "temperature": temperature}
+def model_spec(model=None, base_url=None, timeout=MODEL_TIMEOUT_S, temperature=0.0, cache=None) -> dict | None:
+    "The model to call; None when no server is named and no cache is (then the stand-ins start, with the cache if one is)."
+    if model is None and base_url is None and cache is None: return None
+    return {"model": model or (STAND_IN if base_url else None), "base_url": base_url, "timeout": timeout,
+            "temperature": temperature, **({"cache": str(cache)} if cache else {})}
 
 # %% ../../nbs/eval/04a_stand_ins.ipynb #3a4f6bb8
 def ask(spec: dict, messages, max_tokens=4096, json_out=True, retries=2) -> str:
-    "The reply text of the model `spec` names to chat `messages` (JSON output asked for when `json_out`); `retries`: the OpenAI client's own."
-    return llm.chat(spec["model"], messages, base_url=spec.get("base_url"), temperature=spec.get("temperature", 0.0),
-                    max_tokens=max_tokens, response_format={"type": "json_object"} if json_out else None,
+    """The reply text of the model `spec` names to chat `messages` (JSON output asked for when `json_out`); `retries`:
+    the OpenAI client's own. With `spec["cache"]`, a request seen before is answered from that folder (see above)."""
+    request = {"model": spec["model"], "messages": messages, "temperature": spec.get("temperature", 0.0),
+               "max_tokens": max_tokens, "response_format": {"type": "json_object"} if json_out else None}
+    cache = ResponseCache(spec["cache"]) if spec.get("cache") else None
+    key, t0 = request_key(request) if cache is not None else None, time.perf_counter()    # (an empty cache is falsy)
+    if cache is not None and (stored := cache.get(key)) is not None:
+        note_call(spec["model"], stored, True, time.perf_counter() - t0)
+        return stored["choices"][0]["message"]["content"]
+    text = llm.chat(spec["model"], messages, base_url=spec.get("base_url"), temperature=request["temperature"],
+                    max_tokens=max_tokens, response_format=request["response_format"],
                     timeout=spec.get("timeout") or MODEL_TIMEOUT_S, retries=retries)
+    reply = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}   # chat() returns the text alone
+    if cache is not None: cache.put(key, spec["model"], reply)
+    note_call(spec["model"], reply, False, time.perf_counter() - t0)
+    return text
 
 STAND_INS = {}                        # a system prompt's first words -> the stand-in that answers it
 
@@ -66,15 +81,15 @@ def stand_in_reply(req, **handlers):
 # %% ../../nbs/eval/04a_stand_ins.ipynb #ba20bee5
 @contextmanager
 def stand_ins_or(spec, say=print, **handlers):
-    "`spec` when a server is named; else a started scripted server (announced through `say`) and its spec."
-    if spec is not None:
+    "`spec` when it names a model; else a started scripted server (announced through `say`) and its spec, `spec`'s cache kept."
+    if spec is not None and spec.get("model"):
         yield spec
         return
     srv = llm.ScriptedServer(lambda req: stand_in_reply(req, **handlers), threads=16).start()
     say(f"no model server named: webmix's scripted stand-ins answer at {srv.base_url} (a proposer composing tasks from "
         f"the sitemap, a judge with seeded verdicts); they are not models: judge quality needs a real model "
         f"(--model gemini-3.5-flash, or --model NAME --base-url URL)")
-    try: yield model_spec(STAND_IN, srv.base_url)
+    try: yield model_spec(STAND_IN, srv.base_url, cache=(spec or {}).get("cache"))
     finally: srv.stop()
 
 # %% ../../nbs/eval/04a_stand_ins.ipynb #34c4dd25

@@ -18,6 +18,7 @@ from pathlib import Path
 from .. import runs
 from ..config import append_jsonl, json_lines, short, write_json_atomic
 from ..world.miniweb import SECRET_FIELDS
+from ..agents.calls import start_episode
 from .stand_ins import STAND_INS, ask, image_count, prompt_section, stand_ins_or, user_text
 
 # %% ../../nbs/eval/04c_taskjudge.ipynb #a7c63da7
@@ -238,7 +239,9 @@ def judge_all(items, judge_one, out: Path, workers=4, progress=True, desc="judge
     bar = tqdm(total=len(todo), desc=desc, disable=not progress)
     def one(item):
         try:
+            calls = start_episode()                    # the episode's requests, a cache hit marked (stand_ins.ask)
             rec = judge_one(item)
+            rec.update(model_calls=len(calls), cache_hits=sum(c.cache_hit for c in calls))
             write_json_atomic(out / f"{item[0]}.json", rec)
         except Exception as e:                         # one episode's failure: its line, never a verdict
             err = {"task_id": item[0], "error": f"{type(e).__name__}: {short(e, 600)}", "t": round(time.time(), 3)}
