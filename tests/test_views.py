@@ -5,9 +5,10 @@ import json, os, shutil, signal, subprocess, sys, time, urllib.request
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from webmix.views.episodes import ViewError, find_episodes, load_episode, read_json
-from webmix.views.episode_viewer import EpisodeViewer, esc, thumbnail
+from webmix.views.episode_viewer import EpisodeViewer, esc, prompt_html, thumbnail
 from webmix.views.rows import RowsInspector, counts_figure, export_sft, messages_from_hf
 from webmix.views.verdicts import VerdictInspector, confusion, load_verdicts
 from webmix.views.dashboard import run_dashboard, run_results
@@ -77,6 +78,13 @@ def test_each_kind_of_episode_steps_with_screens_actions_and_verdicts(episodes):
     assert any(s.backend.get("requests") for s in x.steps) and all(s.model for s in x.steps)
     g = json.loads((key / "grade_inputs.json").read_text())
     assert sum(len(s.backend.get("requests", [])) for s in x.steps) <= len(g["log"])
+    # ... and the prompt each step's model was sent, its image the step's own screenshot, and the raw reply
+    assert formats.check_jsonl("prompt", key / "prompts.jsonl") == []
+    sent = [json.loads(l) for l in (key / "prompts.jsonl").read_text().splitlines()]
+    assert len(sent) == sum(len(s.prompts) for s in x.steps) >= len(x.steps) - 1 and all(s.prompts for s in x.steps[:-1])
+    assert all(s.reply == s.prompts[-1]["reply"] and not s.reply_note for s in x.steps if s.prompts)
+    page = prompt_html(x.steps[0])
+    assert "as the model saw it" in page and "the before screenshot" in page and "not among" not in page, page[:500]
     # the widget: the slider moves the step shown; the static form carries the screenshots and its own stepper
     for path, ep in ((kept[0], e), (chain, c), (key, x)):
         v = EpisodeViewer(path)
@@ -88,6 +96,13 @@ def test_each_kind_of_episode_steps_with_screens_actions_and_verdicts(episodes):
             assert sv.slider.value == 2 and sv.details.value != first and esc(ep.steps[1].action) in sv.details.value
         html = v._repr_mimebundle_()["text/html"]
         assert "type='range'" in html and html.count("data:image/jpeg;base64,") >= 1
+        # full size and 200%: the shown step's screenshot at the browser's own pixels (or twice them), scrolling
+        with Image.open(ep.steps[sv.slider.value - 1].before) as im: w = im.width
+        for zoom, want in (("full size", w), ("200%", 2 * w)):
+            sv.zoom.value = zoom
+            assert f"width:{want}px" in sv.screens.value and "overflow:auto" in sv.screens.value, zoom
+        sv.zoom.value = "side by side"
+        assert "width:100%" in sv.screens.value
     # a folder of episodes: a list with filters
     run = EpisodeViewer(dg)
     assert len(run.episodes) == len(list((dg / "accepted").iterdir())) + len(list((dg / "rejected").glob("*"))

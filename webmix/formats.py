@@ -33,6 +33,7 @@ KINDS = {
     "taskgen_report": "what `webmix taskgen rows` selected: <rows>/_report.json",
     "judge_summary": "a judge pass's summary: <run>_judge/_summary.json or <dir>_webjudge/_summary.json",
     "judge_error": "an episode a judge could not judge: a line of <run>_judge/errors.jsonl",
+    "prompt": "a chat request an evaluation episode's model was sent: a line of <run>/<task_id>/prompts.jsonl",
 }
 
 # %% ../nbs/01_formats.ipynb #90f03b4a

@@ -6,11 +6,11 @@ timeout, its histories and screenshots, the requests it sent and the rows made o
 # %% auto #0
 __all__ = ['ADAPTER_OF_FAMILY', 'KEPT_FILES', 'ROW_FAMILY', 'sub_model', 'task_file_text', 'files_at_hand', 'histories',
            'held_agents', 'partial_history', 'final_screenshot', 'save_screenshots', 'dumped_items', 'step_record',
-           'agent_steps', 'with_usage', 'agent_episode', 'kept_files', 'record_requests', 'step_op', 'without_text',
-           'episode_rows', 'load_results']
+           'agent_steps', 'with_usage', 'agent_episode', 'kept_files', 'record_requests', 'prompt_line', 'step_op',
+           'without_text', 'episode_rows', 'load_results']
 
 # %% ../../nbs/eval/00_episode.ipynb #50618437
-import asyncio, base64, copy, json, shutil
+import asyncio, base64, copy, hashlib, json, shutil, time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -145,7 +145,7 @@ def agent_episode(task_fields: dict, runner: str, steps: list, **fields) -> Epis
 # %% ../../nbs/eval/00_episode.ipynb #5b2d9fa1
 KEPT_FILES = {"history": "history.json", "planner_history": "planner_history.json", "grade_inputs": "grade_inputs.json",
               "trace": "trace.json", "subtasks": "subtasks.json", "rows": "rows.jsonl", "episode_rows": "rows/rows.jsonl",
-              "webjudge_result": "result.json"}
+              "webjudge_result": "result.json", "prompts": "prompts.jsonl"}
 
 def kept_files(ep: Path) -> dict:
     "The files the episode folder `ep` keeps beside episode.json, by what they hold (episode.json's `files`)."
@@ -158,11 +158,28 @@ def record_requests(llm, kept: list) -> None:
     "Keep every chat request `llm` sends (model, OpenAI-format messages) and the reply's text in `kept`."
     real = llm.get_client()
     async def create(**kw):
+        t = time.time()
         r = await real.chat.completions.create(**kw)
-        kept.append({"model": kw.get("model"), "messages": kw.get("messages"), "content": r.choices[0].message.content})
+        kept.append({"model": kw.get("model"), "messages": kw.get("messages"), "content": r.choices[0].message.content, "t": t})
         return r
     proxy = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
     llm.get_client = lambda: proxy
+
+# %% ../../nbs/eval/00_episode.ipynb #c5e71a03
+def _image_ref(part) -> dict:
+    "An image part of a chat message as {type: image, sha1, bytes} of the bytes its data URL carries."
+    url = (part.get("image_url") or {}).get("url", "")
+    data = base64.b64decode(url.split(",", 1)[1]) if url.startswith("data:") and "," in url else b""
+    return {"type": "image", "sha1": hashlib.sha1(data).hexdigest(), "bytes": len(data)}
+
+def prompt_line(st: dict) -> dict:
+    "A kept chat request (record_requests) as a line of prompts.jsonl: time, model, messages (images by SHA-1), raw reply."
+    def message(m):
+        c = m.get("content")
+        if not isinstance(c, list): return m
+        return {**m, "content": [_image_ref(p) if isinstance(p, dict) and p.get("type") == "image_url" else p for p in c]}
+    return {"t": st.get("t"), "model": st.get("model"), "messages": [message(m) for m in st.get("messages") or []],
+            "reply": st.get("content")}
 
 # %% ../../nbs/eval/00_episode.ipynb #e700b50b
 ROW_FAMILY = {"input": TEXT, "send_keys": TEXT, "select_dropdown": SELECT, "done": REASON}   # the rest: NAV

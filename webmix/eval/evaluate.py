@@ -32,7 +32,7 @@ from ..records import HumanTask, TaskFileError, as_task, family_of, with_variant
 from ..folders import results_frame, variant_table
 from ..agents.harness import run_within
 from .episode import (ADAPTER_OF_FAMILY, episode_rows, files_at_hand, final_screenshot, histories, held_agents,
-                                 load_results, partial_history, record_requests, save_screenshots, sub_model,
+                                 load_results, partial_history, prompt_line, record_requests, save_screenshots, sub_model,
                                  task_file_text, agent_episode, agent_steps, dumped_items, kept_files, with_usage)
 from ..episode_layout import EpisodeRecord, write_episode
 from ..command import split_options
@@ -291,7 +291,7 @@ async def run_episode(unit, worker) -> dict:
         prompt, start = await task.prepare(page)
         write_episode(ep, episode_record(task, o, start))
         llm = H.make_llm(o.base_name, o.vllm, temperature=o.temperature, max_tokens=o.max_tokens)
-        if o.record_rows: record_requests(llm, kept)
+        record_requests(llm, kept)                     # prompts.jsonl; the rows of --record-rows
         if o.arm == "agent_planner": router = SimpleNamespace(trace=[])
         else:
             fams = [family_of(m) for m in task.family_plan()]
@@ -329,6 +329,9 @@ async def run_episode(unit, worker) -> dict:
     if (planner := held.get("planner")) is not None:    # agent_planner: the planner's own turns, beside its specialists'
         res["planner_steps"] = len(planner.history.history)
         _save(unsaved, "planner_history.json", lambda: planner.history.save_to_file(ep / "planner_history.json"))
+    # before the rows: writing them puts file names in place of the images these messages carry
+    _save(unsaved, "prompts.jsonl", lambda: (ep / "prompts.jsonl").write_text(
+        "".join(json.dumps(prompt_line(st), ensure_ascii=False, default=str) + "\n" for st in kept)))
     if o.record_rows and task.judged and kept:           # a judge decides later which episodes' rows are kept
         meta = {"instruction": task.instruction, "site": task.site, "start_path": task.start_path, "source": "taskgen"}
         res["rows"] = _save(unsaved, "rows", lambda: episode_rows(ep / "rows", key, kept, meta), 0)

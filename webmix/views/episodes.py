@@ -6,8 +6,9 @@ episodes of a run folder."""
 # %% auto #0
 __all__ = ['MAX_JSON_DEPTH', 'WEBJUDGE', 'SHAPES', 'NOTES', 'VERDICT_BY', 'LOADERS', 'LAYOUT_OF_RUNNER', 'ViewError', 'inside',
            'read_json', 'read_jsonl', 'Step', 'Episode', 'episode_json', 'layout_of', 'is_episode', 'result_line',
-           'action_line', 'describe_element', 'read_record', 'step_backend', 'step_action', 'load_steps', 'row_images',
-           'parse_reply', 'reply_action', 'load_rows', 'load_webjudge', 'load_episode', 'find_episodes']
+           'action_line', 'describe_element', 'read_record', 'step_backend', 'step_action', 'step_prompts',
+           'load_steps', 'row_images', 'parse_reply', 'reply_action', 'load_rows', 'load_webjudge', 'load_episode',
+           'find_episodes']
 
 # %% ../../nbs/views/01_episodes.ipynb #122c8db0
 import json, re
@@ -109,6 +110,7 @@ class Step:
     model: str | None = None
     url: str | None = None
     backend: dict = field(default_factory=dict)  # {requests, changes, clipboard, events}: what the backend recorded
+    prompts: list = field(default_factory=list)  # the chat requests sent during the step (prompts.jsonl lines), when kept
 
 # %% ../../nbs/views/01_episodes.ipynb #25b51fd8
 @dataclass
@@ -244,19 +246,28 @@ VERDICT_BY = {"datagen": "the gate (backend checks)", "evaluate": "the grader (b
               "online": "the run's result line", "plan-data": "the gate of every part (backend checks)"}
 
 # %% ../../nbs/views/01_episodes.ipynb #c223a3d5
-def _step(d: Path, rec, i: int, g: dict, rows: list) -> Step:
-    "Step i of an agent's or a datagen episode, its backend record cut from `g` and its raw reply from `rows`."
+def step_prompts(prompts: list, t0, t1) -> list:
+    "The prompts.jsonl lines sent during a step: from its start to its end (or the next step's start)."
+    if t0 is None: return []
+    return [p for p in prompts if isinstance(p.get("t"), (int, float)) and t0 <= p["t"] < (t1 if t1 is not None else float("inf"))]
+
+# %% ../../nbs/views/01_episodes.ipynb #a8483b19
+def _step(d: Path, rec, i: int, g: dict, rows: list, prompts: list = ()) -> Step:
+    """Step i of an agent's or a datagen episode, its backend record cut from `g`, the requests its model was sent
+    from `prompts` and its raw reply from them (else from `rows`)."""
     s, row = rec.steps[i], rows[i] if i < len(rows) else None
+    sent = step_prompts(list(prompts), s.t0, s.t1)
     reply = {"evaluation_previous_goal": s.evaluation, "memory": s.memory, "next_goal": s.next_goal,
              "action": s.actions or [{s.action: s.params}]}
     backend = (step_backend(g, s.t0, s.t1 if s.t1 is not None else float("inf")) if g and s.t0 is not None
                else {"events": s.events} if s.events else {})
+    raw = str(sent[-1].get("reply")) if sent and sent[-1].get("reply") is not None else str(row["target"]) if row else None
     return Step(s.n, step_action(s), _png(d, s.screenshot) if s.screenshot else None,
                 _png(d, a) if (a := after_of(rec, i)) else None, describe_element(s.element),
                 tuple(s.box) if s.box else None, tuple(s.point) if s.point else None, s.evaluation, s.memory, s.next_goal,
-                reply=str(row["target"]) if row else json.dumps(reply, indent=1, ensure_ascii=False)[:20000],
-                reply_note="" if row else f"the reply's fields as {rec.runner} recorded them (the raw text is kept in rows.jsonl when rows are)",
-                model=s.model, url=s.url, backend=backend)
+                reply=raw if raw is not None else json.dumps(reply, indent=1, ensure_ascii=False)[:20000],
+                reply_note="" if raw is not None else f"the reply's fields as {rec.runner} recorded them (no prompts.jsonl or rows.jsonl holds the raw text)",
+                model=s.model, url=s.url, backend=backend, prompts=sent)
 
 # %% ../../nbs/views/01_episodes.ipynb #9df2d1a6
 def load_steps(d: Path) -> Episode:
@@ -265,10 +276,12 @@ def load_steps(d: Path) -> Episode:
     f = rec.files.get("grade_inputs")
     g = read_json(d / f, d, dict) if rec.layout in ("agent", "datagen") and isinstance(f, str) and (d / f).is_file() else {}
     rows = read_jsonl(d / "rows.jsonl", d) if (d / "rows.jsonl").is_file() else []
+    pf = rec.files.get("prompts")
+    prompts = read_jsonl(d / pf, d) if isinstance(pf, str) and (d / pf).is_file() else []
     box_note, backend_note = NOTES.get(rec.runner, ("", ""))
     ep = Episode(d, rec.layout, rec.task_id, rec.site, rec.macro, rec.family or FAMILY_OF.get(rec.macro, ""),
                  rec.instruction, box_note=box_note, backend_note="" if g else backend_note, runner=rec.runner)
-    ep.steps = [_step(d, rec, i, g, rows) for i in range(len(rec.steps))]
+    ep.steps = [_step(d, rec, i, g, rows, prompts) for i in range(len(rec.steps))]
     own = read_json(d / "result.json", d, dict) if rec.layout == "datagen" and (d / "result.json").is_file() else None
     ep.verdict = _verdict(own or result_line(d), VERDICT_BY.get(rec.runner, "the run's result line"))
     if ep.verdict is not None and rec.answer is not None and not ep.verdict.get("answer"): ep.verdict["answer"] = rec.answer
