@@ -125,8 +125,19 @@ def raw_html(body: str) -> str:
     return f'<div class="wm-out">\n{body}\n</div>'
 
 
+TEMP = re.compile(r"/tmp/(?:tmp|pytest-of-[^/\s]+/pytest-\d+/|views-demo-)[\w.-]*")
+
+def plain_paths(text: str) -> str:
+    "Output text with the notebook run's temporary folders as <tmp> and this clone's root as `.`: no machine's paths."
+    return TEMP.sub("<tmp>", text).replace(str(ROOT), ".")
+
+
 def output_md(o, page) -> str:
     "One cell output as Markdown or raw HTML; figures and images written beside the page."
+    return plain_paths(_output_md(o, page))
+
+
+def _output_md(o, page) -> str:
     if o.output_type == "stream":
         text = last_state(o.text).strip("\n")
         return fence(text) if text.strip() else ""

@@ -280,7 +280,7 @@ def default_tasks_file() -> Path:
 @dataclass(frozen=True, kw_only=True)
 class ProposeOptions:
     "propose: how many tasks, where"
-    out: str = option(str(default_tasks_file()), "the tasks file (JSON lines) to append to")
+    out: str | None = option(None, "the tasks file (JSON lines) to append to (default: <data>/taskgen/tasks.jsonl)")
     per_site: int = option(140, "tasks per site", min=1)
     batch: int = option(20, "tasks asked for per request", min=1)
     sites: tuple | None = option(None, "comma-separated sites (default: the training sites)")
@@ -293,8 +293,9 @@ def propose_cmd(o: ProposeOptions, m: ModelOptions) -> int:
     from webmix.eval.propose import propose
     sites = list(o.sites) if o.sites else None
     check_names("site", sites or [], load_sites())
-    counts = propose(o.out, sites, o.per_site, o.batch, o.seed, m.workers, m.spec())
-    print(f"{sum(counts.values())} tasks for {len(counts)} sites appended to {o.out}")
+    out = o.out or str(default_tasks_file())
+    counts = propose(out, sites, o.per_site, o.batch, o.seed, m.workers, m.spec())
+    print(f"{sum(counts.values())} tasks for {len(counts)} sites appended to {out}")
     return 0
 
 # %% ../../nbs/eval/90_options.ipynb #ae11391b
