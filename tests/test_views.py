@@ -69,6 +69,9 @@ def test_each_kind_of_episode_steps_with_screens_actions_and_verdicts(episodes):
     rows = [json.loads(l) for l in (chain / "rows.jsonl").read_text().splitlines()]
     assert c.kind == "rows" and c.runner == "plan-data" and len(c.steps) == len(rows) and all(s.before and s.before.is_file() for s in c.steps)
     assert [s.reply for s in c.steps] == [r["target"] for r in rows] and c.verdict is not None
+    assert formats.problems("chain_backend", json.loads((chain / "backend.json").read_text())) == []
+    delegated = [s for s in c.steps if s.element and s.element.startswith("delegated")]
+    assert delegated and all(s.backend.get("requests") for s in delegated), [s.backend for s in c.steps]   # each part's pages
     # an evaluation episode: the clicked element's box, the backend's requests split over the steps, models by step
     key = next(p for p in _dirs(ev))
     x = load_episode(key)

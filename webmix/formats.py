@@ -34,6 +34,7 @@ KINDS = {
     "judge_summary": "a judge pass's summary: <run>_judge/_summary.json or <dir>_webjudge/_summary.json",
     "judge_error": "an episode a judge could not judge: a line of <run>_judge/errors.jsonl",
     "prompt": "a chat request an evaluation episode's model was sent: a line of <run>/<task_id>/prompts.jsonl",
+    "chain_backend": "what the backend recorded during a planner chain: <out>/<chain id>/backend.json",
 }
 
 # %% ../nbs/01_formats.ipynb #90f03b4a

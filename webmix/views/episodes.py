@@ -324,15 +324,20 @@ def load_rows(d: Path) -> Episode:
                  "planner" if planner else rec.family, rec.instruction, runner=rec.runner,
                  box_note="a planner turn delegates to a specialist: it acts on no element" if planner else
                           "training rows keep the messages and the reply, not the element's box",
-                 backend_note="plan-data checks the backend per part at the gate, not per planner turn" if planner else
+                 backend_note="no backend.json (a chain made before plan-data kept one)" if planner else
                               "training rows keep no backend record")
+    g = read_json(d / "backend.json", d, dict) if planner and (d / "backend.json").is_file() else {}
+    turns = [t for t in g.get("turns") or [] if isinstance(t, (int, float))]
+    if turns: ep.backend_note = ""
     shots = [(row_images(r, d) or [None])[-1] for r in rows]
     for i, r in enumerate(rows):
         rep = parse_reply(r.get("target"))
         ep.steps.append(Step(i + 1, reply_action(rep), shots[i], shots[i + 1] if i + 1 < len(shots) else None,
                              f"delegated to {r['delegated']}" if r.get("delegated") else None,
                              evaluation=rep.get("evaluation_previous_goal", ""), memory=rep.get("memory", ""),
-                             next_goal=rep.get("next_goal", ""), reply=str(r.get("target", "")), model=r.get("model")))
+                             next_goal=rep.get("next_goal", ""), reply=str(r.get("target", "")), model=r.get("model"),
+                             backend=step_backend(g, turns[i], turns[i + 1] if i + 1 < len(turns) else float("inf"))
+                                     if i < len(turns) else {}))
     ep.verdict = _verdict(result_line(d), VERDICT_BY.get(rec.runner, "the run's result line"))
     return ep
 
