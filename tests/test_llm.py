@@ -297,3 +297,21 @@ def test_memory_model_replies_come_from_the_cache_the_second_time(tmp_path):
             assert asyncio.run(P.merge_all(parts)) == ("Filter by Books. Then Sort by price.", "joined")
         finally: R.configure_memory()
     assert len(other.requests) >= 1
+
+
+def test_cache_keys_rename_the_browsers_ids_but_not_the_system_prompts_prose():
+    "Two runs of one episode differ in node ids only: their keys agree; the system prompt's 'index 15' is left as written."
+    from webmix.agents.calls import BrowserNames, request_key
+    system = {"role": "system", "content": "Example: Clicked the submit button with index 15."}
+    def request(a, b):
+        return {"model": "m", "messages": [system, {"role": "user", "content": f"[{a}]<input /> [{b}]<a /> Type into the field [{a}]."}]}
+    one, two = request(977, 15), request(15, 1203)            # the second browser drew other ids, one of them 15
+    k1, k2 = (request_key(BrowserNames(r).keyed(r)) for r in (one, two))
+    assert k1 == k2 and BrowserNames(one).keyed(one)["messages"][0] == system
+    assert request_key(BrowserNames(request(977, 16)).keyed(request(977, 16))) == k1
+    other = {"model": "m", "messages": [system, {"role": "user", "content": "[977]<input /> [15]<a /> Type into the link [15]."}]}
+    assert request_key(BrowserNames(other).keyed(other)) != k1          # another element named: another request
+    # a stored reply's text names ids as the prompt's names; played back, as this browser's
+    stored = BrowserNames(one).reply('{"memory": "typed into [977]", "action": [{"click": {"index": 15}}]}', stored=True)
+    assert json.loads(stored) == {"memory": "typed into [#1]", "action": [{"click": {"index": 2}}]}
+    assert json.loads(BrowserNames(two).reply(stored, stored=False)) == {"memory": "typed into [15]", "action": [{"click": {"index": 1203}}]}

@@ -96,6 +96,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                  'webmix/agents/calls.py'),
                                      'webmix.agents.calls.ResponseCache.put': ( 'agents/calls.html#responsecache.put',
                                                                                 'webmix/agents/calls.py'),
+                                     'webmix.agents.calls._named': ('agents/calls.html#_named', 'webmix/agents/calls.py'),
                                      'webmix.agents.calls._plain': ('agents/calls.html#_plain', 'webmix/agents/calls.py'),
                                      'webmix.agents.calls._store': ('agents/calls.html#_store', 'webmix/agents/calls.py'),
                                      'webmix.agents.calls._texts': ('agents/calls.html#_texts', 'webmix/agents/calls.py'),
