@@ -315,3 +315,21 @@ def test_cache_keys_rename_the_browsers_ids_but_not_the_system_prompts_prose():
     stored = BrowserNames(one).reply('{"memory": "typed into [977]", "action": [{"click": {"index": 15}}]}', stored=True)
     assert json.loads(stored) == {"memory": "typed into [#1]", "action": [{"click": {"index": 2}}]}
     assert json.loads(BrowserNames(two).reply(stored, stored=False)) == {"memory": "typed into [15]", "action": [{"click": {"index": 1203}}]}
+
+
+def test_a_blinking_caret_does_not_change_a_screenshots_key():
+    "Two screenshots a text caret's 1-pixel line apart share a cache key; a changed part of the page does not."
+    import base64, io
+    from PIL import Image, ImageDraw
+    from webmix.agents.calls import image_key
+    def url(draw_more=None):
+        im = Image.new("RGB", (1280, 900), "white")
+        d = ImageDraw.Draw(im)
+        d.rectangle([900, 210, 1100, 240], outline="black")           # a text field
+        d.text((905, 215), "Northgate Lettings", fill="black")
+        if draw_more: draw_more(d)
+        buf = io.BytesIO(); im.save(buf, "PNG")
+        return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    plain = image_key(url())
+    assert image_key(url(lambda d: d.line([(1003, 221), (1003, 235)], fill="black"))) == plain        # the caret, on
+    assert image_key(url(lambda d: d.rectangle([600, 400, 640, 440], fill="black"))) != plain         # another page

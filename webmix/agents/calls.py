@@ -62,13 +62,14 @@ FILES = re.compile(r"<available_file_paths>(.*?)</available_file_paths>", re.S) 
 NAMED = re.compile(r"\[#(\d+)\]|\b((?:[Ii]ndex|element|node)[:=]? ?\[?)#(\d+)\b")   # an id as a stored reply names it
 
 def image_key(url: str) -> str:
-    "A screenshot (a data: URL) as a coarse thumbnail's hex: 48 x 34 pixels, 16 grey levels; other URLs as they are."
+    """A screenshot (a data: URL) as a coarse thumbnail's hex: 48 x 34 pixels, 16 grey levels, after a 3-pixel median
+    filter, which takes out a text caret's 1-pixel line (it blinks: two runs catch it on and off); other URLs as they are."""
     if not url.startswith("data:image/"): return url
     import base64, io
-    from PIL import Image
+    from PIL import Image, ImageFilter
     try:
         with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as im:
-            small = im.convert("L").resize((48, 34), Image.BILINEAR)
+            small = im.convert("L").filter(ImageFilter.MedianFilter(3)).resize((48, 34), Image.BILINEAR)
     except Exception: return hashlib.sha256(url.encode()).hexdigest()        # not an image PIL reads: its bytes
     return bytes(v >> 4 for v in small.tobytes()).hex()
 
