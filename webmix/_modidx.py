@@ -1724,6 +1724,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                     'webmix.world.sheet.contact_sheet': ('world/sheet.html#contact_sheet', 'webmix/world/sheet.py'),
                                     'webmix.world.sheet.make_contact_sheet': ( 'world/sheet.html#make_contact_sheet',
                                                                                'webmix/world/sheet.py'),
+                                    'webmix.world.sheet.sheet_size': ('world/sheet.html#sheet_size', 'webmix/world/sheet.py'),
                                     'webmix.world.sheet.sheet_tiles': ('world/sheet.html#sheet_tiles', 'webmix/world/sheet.py'),
                                     'webmix.world.sheet.shoot_sites': ('world/sheet.html#shoot_sites', 'webmix/world/sheet.py'),
                                     'webmix.world.sheet.shot_path': ('world/sheet.html#shot_path', 'webmix/world/sheet.py'),

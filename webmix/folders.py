@@ -45,11 +45,10 @@ def latest(results) -> dict:
     return last
 
 # %% ../nbs/02b_folders.ipynb #6e208cba
-def results_frame(out, keys=None, summary=None):
-    "The latest result line of each unit in `out` (of `keys` only, when given) as a DataFrame; `summary` as attrs['summary']."
+def results_frame(lines, summary=None):
+    "Result lines (one a unit, as `latest` gives them) as a DataFrame; `summary` rides along as attrs['summary']."
     import pandas as pd
-    rows = [r for k, r in latest(read_results(out)).items() if keys is None or k in keys]
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(list(lines))
     df.attrs["summary"] = summary if summary is not None else {}
     return df
 

@@ -227,4 +227,4 @@ def run_datagen(out, tasks=None, net_log_dir=None, progress=True, args=None, opt
         by_variant = variant_table(lines)
         print(family_table(lines) + (f"\n\n{by_variant}" if by_variant else "")
               + f"\ndatagen: {runs.summary_line(run.summary(), 'tasks')}", flush=True)
-    return results_frame(out, mine, summarize(lines))
+    return results_frame(lines, summarize(lines))

@@ -31,7 +31,7 @@ from ..world.sites import load_sites
 from .pool import pool_items
 from .datagen import file_unit
 from ..runs import RunRefused, run_units, settle, summary_line
-from ..folders import results_frame
+from ..folders import latest, read_results, results_frame
 from ..command import split_options
 from .options import PlanDataOptions
 
@@ -410,4 +410,5 @@ def run_plan_data(out=None, items=None, progress=True, args=None, options: PlanD
     if progress:
         sizes = ", ".join(f"{n} parts: {c}" for n, c in summary["by_size"].items())
         print(f"plan-data: {summary_line(summary, 'chains')}" + (f" ({sizes})" if sizes else ""), flush=True)
-    return results_frame(out, {chain_key(c) for c in specs}, summary)
+    keys = {chain_key(c) for c in specs}
+    return results_frame([r for k, r in latest(read_results(out)).items() if k in keys], summary)

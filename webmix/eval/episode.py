@@ -222,4 +222,4 @@ def episode_rows(rows_dir: Path, task_id, kept, meta: dict, strip=None, runner="
 def load_results(out):
     "The latest result line of every episode of `out` (a run folder, or its results file) as a DataFrame."
     if not Path(out).exists(): raise FileNotFoundError(f"no run folder or results file at {out}")
-    return results_frame(out)
+    return results_frame(runs.latest(runs.read_results(out)).values())

@@ -390,10 +390,12 @@ def run_evaluate(tasks, out, progress=True, args=None, options: EvalOptions | No
                    options=opts, settings=opts.settings(), args=args or {"tasks": len(tasks), "repeats": opts.repeats},
                    models=[{"role": roles.get(n, "agent"), "name": n, "url": opts.vllm} for n in names],
                    progress=progress, desc=f"evaluate {opts.arm}", **engine)
-    df = load_results(out)
-    if progress and len(df): print(run_summary(df), flush=True)
-    mine = {unit_key(u) for u in units}
-    return results_frame(out, mine, tally(df[df["task_id"].isin(mine)] if len(df) else df))
+    lines = runs.latest(runs.read_results(out))         # read once: the folder's summary printed, this call's returned
+    if progress and lines: print(run_summary(results_frame(lines.values())), flush=True)
+    keys = {unit_key(u) for u in units}
+    mine = results_frame([r for k, r in lines.items() if k in keys])
+    mine.attrs["summary"] = tally(mine)
+    return mine
 
 MISSING = "-"           # a table cell no episode stands behind
 

@@ -9,6 +9,7 @@ __all__ = ['TOKEN_FIELDS', 'cause_kind', 'run_results', 'run_folders', 'runs_res
 import re
 from pathlib import Path
 
+from ..agents.calls import CallTotals
 from .episodes import ViewError, _results_index, read_json
 
 # %% ../../nbs/views/05_dashboard.ipynb #9b963ac6
@@ -59,7 +60,7 @@ def runs_results(*paths):
     return df
 
 # %% ../../nbs/views/05_dashboard.ipynb #4c5de4c4
-TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens", "cost_usd")   # result lines' token sums
+TOKEN_FIELDS = tuple(f for f in CallTotals.model_fields if f.endswith("_tokens") or f == "cost_usd")   # result lines' sums
 
 # %% ../../nbs/views/05_dashboard.ipynb #30164178
 class Dashboard:
