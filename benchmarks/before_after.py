@@ -1,9 +1,9 @@
 """Datagen before and after a change: the same tasks on an older commit and on the working tree, in turns.
 
 The older commit (`--before REF`) is checked out as a detached git worktree in a temp folder; the after side is the
-working tree this script belongs to (uncommitted changes included). A seeded sample of one site's tasks (as many
+working tree this script belongs to (uncommitted changes included). A seeded sample of the tasks of the --sites (as many
 macros as there are picks first, then any; drawn from the after tree's `all_tasks`) is written as JSON and both sides
-run exactly those task dicts with `run_datagen` (1 worker, a free port), each run in a fresh folder and its own
+run exactly those task dicts with `run_datagen` (`--workers`, default 1, each with a free port), each run in a fresh folder and its own
 subprocess, before / after / before / after ... for `--rounds` rounds.
 
 Each run is `python -c CHILD` with cwd and PYTHONPATH set to its tree, and webmix's editable-install finder taken off
@@ -13,13 +13,13 @@ cwd) is checked the same way once per side. A side that imports the other's code
 Throughput: kept per minute = kept / span, the span from the first attempt's start to the last one's end (server
 start-up excluded), as in datagen_throughput.py; also the wall time of the run_datagen call and the median unit time.
 Outputs (rows are training data: they must not change): for each task kept on both sides in the last round,
-accepted/<task_id>/trajectory.json without the steps' `duration`, elements.json, and the step_*.png files with their
+accepted/<task_id>/trajectory.json without the steps' `duration`, `t0` and `t1`, elements.json, and the step_*.png files with their
 sizes, as written and canonical: the latter without the server's base URL (each run has its own free port, and
 URLs are absolute) and with browser-use's element numbers (DOM node ids, which differ between two runs of the same
 code) replaced by the elements they name; and each task's kept / rejected outcome on both sides.
 
-    python benchmarks/before_after.py --before REF [--site bank] [--tasks 12] [--rounds 2] [--seed 0] [--json out.json]
-                                      [--keep DIR]
+    python benchmarks/before_after.py --before REF [--sites bank] [--workers 1] [--tasks 12] [--rounds 2] [--seed 0]
+                                      [--json out.json] [--keep DIR]
 """
 import argparse, json, os, random, shutil, statistics, struct, subprocess, sys, tempfile
 from collections import defaultdict
@@ -38,19 +38,25 @@ sys.path.insert(0, str(root))
 import webmix
 if root not in Path(webmix.__file__).resolve().parents:
     sys.exit(f"webmix imported from {webmix.__file__}, not from {root}")
+import importlib
+def first_of(*names):                         # a tree before the package's wings has flat modules (webmix.tasks, ...)
+    for n in names:
+        try: return importlib.import_module(n)
+        except ImportError: pass
+    raise ImportError(names)
 out = {"file": webmix.__file__}
 if mode == "probe":
-    from webmix.data.tasks import all_tasks
+    all_tasks = first_of("webmix.data.tasks", "webmix.tasks").all_tasks
     # a MiniWeb server is started as `python -c` with this process's env and cwd: the same import, checked here
     srv = subprocess.run([sys.executable, "-c", "import webmix; print(webmix.__file__)"], capture_output=True, text=True)
     out.update(server_file=srv.stdout.strip() or srv.stderr.strip()[-300:],
-               tasks=all_tasks(sites=[spec["site"]], macros=None, per_control=1, seed=spec["seed"]))
+               tasks=all_tasks(sites=spec["sites"], macros=None, per_control=1, seed=spec["seed"]))
 else:
-    from webmix.data.datagen import run_datagen
-    from webmix.world.servers import free_ports
+    run_datagen = first_of("webmix.data.datagen", "webmix.datagen").run_datagen
+    free_ports = first_of("webmix.world.servers", "webmix.world.miniweb", "webmix.miniweb").free_ports
     tasks = json.loads(Path(spec["tasks"]).read_text())
     t0 = time.perf_counter()
-    run_datagen(spec["out"], tasks=tasks, workers=1, ports=free_ports(1), progress=False)
+    run_datagen(spec["out"], tasks=tasks, workers=spec["workers"], ports=free_ports(spec["workers"]), progress=False)
     out["wall_s"] = round(time.perf_counter() - t0, 2)
 print("@@before_after " + json.dumps(out), flush=True)
 '''
@@ -155,7 +161,8 @@ def png_size(p):
 def unit_files(d):
     "What must not change in a kept unit: trajectory (steps without `duration`), elements, screenshots and sizes."
     traj = json.loads((d / "trajectory.json").read_text())
-    for s in traj.get("steps", []): s.pop("duration", None)
+    for s in traj.get("steps", []):
+        for k in ("duration", "t0", "t1"): s.pop(k, None)          # times differ from run to run
     return {"trajectory.json": traj, "elements.json": json.loads((d / "elements.json").read_text()),
             "step_*.png": {p.name: png_size(p) for p in sorted(d.glob("step_*.png"))}}
 
@@ -222,7 +229,8 @@ def compare(before, after, rb, ra):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", required=True, help="the older commit (any git ref)")
-    ap.add_argument("--site", default="bank")
+    ap.add_argument("--sites", "--site", default="bank", help="comma-separated site names")
+    ap.add_argument("--workers", type=int, default=1, help="units running at once on each side")
     ap.add_argument("--tasks", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
@@ -234,7 +242,8 @@ def main(argv=None):
     trees = {"before": before, "after": after}
     try:
         # each side once: where its webmix (and its servers' webmix) comes from, and its tasks of the site
-        spec = {"site": args.site, "seed": args.seed}
+        sites = args.sites.split(",")
+        spec = {"sites": sites, "seed": args.seed}
         probe = {side: child("probe", tree, spec, root / f"probe-{side}.log") for side, tree in trees.items()}
         check_imports(probe, trees)
         tasks = pick(probe["after"]["tasks"], args.tasks, args.seed)
@@ -245,7 +254,7 @@ def main(argv=None):
               f"after:  working tree{f' ({len(dirty)} changed files)' if dirty else ''}, webmix from "
               f"{probe['after']['file']}\n"
               f"servers import the same trees: {probe['before']['server_file']} / {probe['after']['server_file']}\n"
-              f"{len(tasks)} tasks on {args.site} ({len({t['macro'] for t in tasks})} macros), 1 worker, "
+              f"{len(tasks)} tasks on {args.sites} ({len({t['macro'] for t in tasks})} macros), {args.workers} worker(s), "
               f"{args.rounds} round(s); the before tree draws {same}/{len(tasks)} of these task dicts identically",
               flush=True)
 
@@ -256,7 +265,8 @@ def main(argv=None):
             for side, tree in trees.items():
                 out = root / f"{side}-r{rnd}"
                 if out.exists(): sys.exit(f"{out} exists: --keep needs a folder without earlier runs")
-                got = child("run", tree, {"tasks": str(root / "tasks.json"), "out": str(out)}, root / f"{side}-r{rnd}.log")
+                got = child("run", tree, {"tasks": str(root / "tasks.json"), "out": str(out), "workers": args.workers},
+                            root / f"{side}-r{rnd}.log")
                 row = {"side": side, "round": rnd, "out": str(out), **metrics(read_results(out)), "wall_s": got["wall_s"]}
                 runs.append(row)
                 print(f"{side:<7} {rnd:>5} {row['kept']:>3}/{row['total']:<3} {row['span_s']:>8.1f} "
@@ -272,7 +282,7 @@ def main(argv=None):
 
         last = {s: root / f"{s}-r{args.rounds}" for s in trees}
         cmp = compare(last["before"], last["after"], read_results(last["before"]), read_results(last["after"]))
-        print(f"\noutputs of round {args.rounds}, units kept on both sides (trajectory.json without the steps' duration, "
+        print(f"\noutputs of round {args.rounds}, units kept on both sides (trajectory.json without the steps' duration, t0 and t1, "
               f"elements.json, step_*.png and their sizes):\n  as written: {cmp['identical']}/{cmp['compared']} identical")
         for d in cmp["diffs"]:
             print(f"    {d['task_id']}: {d['path']}\n      before {short(d['before'])}\n      after  {short(d['after'])}")
@@ -285,7 +295,8 @@ def main(argv=None):
             print(f"  {d['task_id']}: before {'kept' if d['before'] else 'rejected (' + str(d['before_cause']) + ')'}, "
                   f"after {'kept' if d['after'] else 'rejected (' + str(d['after_cause']) + ')'}")
 
-        summary = {**sides_header(args.before, commit, after, dirty, probe), "site": args.site, "seed": args.seed,
+        summary = {**sides_header(args.before, commit, after, dirty, probe), "sites": sites, "workers": args.workers,
+                   "seed": args.seed,
                    "tasks": [t["task_id"] for t in tasks],
                    "same_task_dicts_in_before": same, "runs": runs, "sides": sides, "ratio_after_before": ratio,
                    "outputs": cmp}

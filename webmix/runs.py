@@ -267,15 +267,20 @@ async def _local(todo, run_one, key, fields, ctx, record):
 
     async def work(i):
         srv = servers[i]
+        # the worker's browser starts while its server does (the first unit would start it otherwise)
+        warm = asyncio.ensure_future(kept[i].warm()) if kept[i] is not None and not queue.empty() else None
         while True:
             try: u = queue.get_nowait()
-            except asyncio.QueueEmpty: return
+            except asyncio.QueueEmpty: break
             try: base = await asyncio.to_thread(srv.ensure) if srv else None
             except Exception as e:          # noqa: BLE001  a server that will not start fails this unit, not the run
                 record(unit_line({"cause": f"MiniWeb server: {describe(e)}"}, key(u), u, fields, i, time.time()))
                 continue
+            finally:
+                if warm is not None: await warm; warm = None
             w = Worker(i, base, ctx["out"], ctx["tmp"], ctx["headless"], ctx["options"], kept[i], guard_out=True)
             record(await guarded(run_one, u, key(u), w, ctx["timeout"], fields))
+        if warm is not None: await warm           # started for a unit another worker took: closed with the others
     try: await asyncio.gather(*(work(i) for i in range(len(servers))))
     finally:
         for k in kept:

@@ -6,10 +6,12 @@ boxes and the mouse strokes the gestures are made of."""
 # %% auto #0
 __all__ = ['RANGE_THUMB_PX', 'JS_ACTIONS', 'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized',
            'element_index', 'element_box', 'viewport_css', 'is_slider', 'Point', 'point_on', 'clamp_into',
-           'element_points', 'stroke', 'DragAction', 'DrawAction', 'PasteAction', 'drag_end', 'make_tools']
+           'element_points', 'stroke', 'DragAction', 'DrawAction', 'PasteAction', 'drag_end', 'make_tools',
+           'reuse_action_models', 'shared_tools']
 
 # %% ../../nbs/agents/02d_actions.ipynb #207c3bfb
 import time
+from functools import cache
 from pydantic import BaseModel, Field
 from .offline import ActionResult, BrowserSession, Tools, VIEWPORT
 from .pacing import settled
@@ -231,4 +233,32 @@ def make_tools(exclude=()) -> Tools:
         await cdp.cdp_client.send.Input.dispatchKeyEvent(params={"type": "keyUp", **key}, session_id=cdp.session_id)
         return ActionResult(extracted_content=f"Pasted the clipboard into element {params.index}",
                             long_term_memory=f"Pasted the clipboard into element {params.index}")
+    return tools
+
+# %% ../../nbs/agents/02d_actions.ipynb #631bd4ba
+def reuse_action_models() -> None:
+    """Have browser-use's `Registry.create_action_model` hand back the models it made before for the same actions, on
+    registries marked `_webmix_reuse` (shared_tools'); once per process."""
+    from browser_use.tools.registry.service import Registry
+    if getattr(Registry.create_action_model, "_webmix_reuses", False): return
+    make = Registry.create_action_model
+    def create_action_model(self, include_actions=None, page_url=None):
+        if not getattr(self, "_webmix_reuse", False): return make(self, include_actions, page_url)
+        # the actions browser-use's method would keep: those asked for whose domains allow the page (none: no filter)
+        names = tuple(n for n, a in self.registry.actions.items()
+                      if (include_actions is None or n in include_actions)
+                      and (a.domains is None if page_url is None else self.registry._match_domains(a.domains, page_url)))
+        made = self.__dict__.setdefault("_webmix_action_models", {})
+        if names not in made: made[names] = make(self, include_actions, page_url)
+        return made[names]
+    create_action_model._webmix_reuses = True
+    Registry.create_action_model = create_action_model
+
+# %% ../../nbs/agents/02d_actions.ipynb #8d153ed0
+@cache
+def shared_tools() -> Tools:
+    "The process's one make_tools() for agents played by a scripted driver (see above)."
+    reuse_action_models()
+    tools = make_tools()
+    tools.registry._webmix_reuse = True
     return tools

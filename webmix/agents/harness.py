@@ -74,6 +74,18 @@ async def _only_new_tab(bs) -> None:
     await bs.event_bus.dispatch(SwitchTabEvent(target_id=new))
     for t in old: await bs.event_bus.dispatch(CloseTabEvent(target_id=t))
 
+# %% ../../nbs/agents/02_harness.ipynb #887aa1c7
+async def _only_this_tab(bs) -> None:
+    """The agent's tab with nothing behind it, as a new tab: its `sessionStorage` and `window.name` emptied (on the
+    page it shows, of the one origin it visited), then `about:blank` with its history dropped; every other tab closed."""
+    from browser_use.browser.events import CloseTabEvent
+    await evaluate(bs, "sessionStorage.clear(), window.name = ''")
+    await goto(bs, "about:blank")
+    cdp = await bs.get_or_create_cdp_session()
+    await cdp.cdp_client.send.Page.resetNavigationHistory(session_id=cdp.session_id)
+    for t in bs.session_manager.get_all_page_targets():
+        if t.target_id != cdp.target_id: await bs.event_bus.dispatch(CloseTabEvent(target_id=t.target_id))
+
 # %% ../../nbs/agents/02_harness.ipynb #4eb5a65d
 def _forget_downloads(bs) -> None:
     "Empty the downloads folder and browser-use's record of what was downloaded."
@@ -90,13 +102,19 @@ def _forget_downloads(bs) -> None:
         if isinstance(got := getattr(wd, name, None), (dict, set)): got.clear()
 
 # %% ../../nbs/agents/02_harness.ipynb #124326b1
+def _origin(url: str) -> str:
+    u = urlsplit(url)
+    return f"{u.scheme}://{u.netloc}"
+
 async def fresh_state(bs, base=None) -> None:
     "Bring a used session back to the state of a new one (see above); with `base`, its clipboard emptied too."
     origins = await _origins_visited(bs)
     if base is not None:            # in the old tab, so the new one's history holds nothing a new browser's would not
         await goto(bs, base.rstrip("/") + "/static/blank.html")   # the clipboard API wants an http(s) page; it logs nothing
         await clear_clipboard(bs)
-    await _only_new_tab(bs)
+    # a tab that saw only the server's origin is emptied in place (a new tab costs a renderer's start); else a new one
+    if base is not None and origins <= {_origin(base)}: await _only_this_tab(bs)
+    else: await _only_new_tab(bs)
     cdp = await bs.get_or_create_cdp_session()
     send, sid = cdp.cdp_client.send, cdp.session_id
     await send.Network.clearBrowserCookies(session_id=sid)
@@ -146,21 +164,32 @@ class KeptBrowser:
     def __init__(self, headless=True, max_units=KEEP_UNITS, **session_kwargs):
         self.headless, self.max_units, self.session_kwargs = headless, max_units, session_kwargs
         self.bs, self.units, self.started = None, 0, 0
+        self.unused = False       # the browser was started ahead of its first unit (warm): nothing to reset
 
     async def _ready(self, base=None):
         "The kept session in a fresh state (a new one when there is none, it served max_units, or it will not reset)."
         if self.bs is not None and self.units >= self.max_units: await self.close()
-        if self.bs is not None:
+        if self.bs is not None and not self.unused:
             try: await fresh_state(self.bs, base)
             except Exception: await self.close()          # a browser that will not reset is replaced, not trusted
-        if self.bs is None:
-            self.bs = make_session(headless=self.headless, **self.session_kwargs)
-            self.started += 1
-            try: await _start_session(self.bs)
-            except BaseException:
-                await self.close(); raise
-        self.units += 1
+        if self.bs is None: await self._start()
+        self.units, self.unused = self.units + 1, False
         return self.bs
+
+    async def _start(self):
+        self.bs = make_session(headless=self.headless, **self.session_kwargs)
+        self.started += 1
+        try: await _start_session(self.bs)
+        except BaseException:
+            await self.close(); raise
+
+    async def warm(self) -> None:
+        """Start the browser ahead of the first unit (while the worker's server starts); a browser that will not start
+        is left for the unit to start, and to fail with."""
+        if self.bs is not None: return
+        try: await self._start()
+        except Exception: return
+        self.unused = True
 
     @asynccontextmanager
     async def use(self, base=None, task=None, normalized=True, open_start=True):
@@ -175,7 +204,7 @@ class KeptBrowser:
 
     async def close(self) -> None:
         "Kill the kept browser (the next use starts a new one)."
-        bs, self.bs, self.units = self.bs, None, 0
+        bs, self.bs, self.units, self.unused = self.bs, None, 0, False
         if bs is not None: await close_session(bs)
 
 # %% ../../nbs/agents/02_harness.ipynb #5e1b7a21

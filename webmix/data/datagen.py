@@ -102,7 +102,7 @@ async def _attempt(task, worker, tmp, res, timeout, net_log):
     async with worker.browser(task, open_start=False, net_log=net_log) as bs:
         driver = Driver(bs, worker.base, task, files)
         agent = H.Agent(task=H.instruction(task["instruction"], worker.base + task["start"]["url"]),
-                        llm=H.ScriptedChat(driver.respond, bs=bs), browser_session=bs, tools=HA.make_tools(),
+                        llm=H.ScriptedChat(driver.respond, bs=bs), browser_session=bs, tools=HA.shared_tools(),
                         available_file_paths=files, max_failures=2, **H.AGENT_KWARGS)
         driver.agent = agent
         if not agent.initial_actions: await HS.goto(bs, HS.start_url(worker.base, task))   # else its first action opens it

@@ -463,7 +463,7 @@ async def replay_part(bs, base, part, out_dir=None, max_steps=H.MAX_STEPS, prepa
     rp = Replayer(bs, base, build_plan(traj, part["elements"]), part["dir"], out_dir, traj, task)
     files = upload_files(rp.plan, task, out_dir or setup_env() / "uploads")
     agent = Agent(task=H.instruction(task["instruction"], start), llm=replay_llm(rp, bs=bs), browser_session=bs,
-                  tools=HA.make_tools(), max_failures=rp.max_misses, available_file_paths=files, **H.AGENT_KWARGS)
+                  tools=HA.shared_tools(), max_failures=rp.max_misses, available_file_paths=files, **H.AGENT_KWARGS)
     HA.use_normalized_coordinates(bs)
     try: await agent.run(max_steps=max_steps)
     finally: H.drop_agent_folders(agent)

@@ -1,0 +1,178 @@
+"""plan-data and evaluation before and after a change: chains a minute and episodes a minute on the same work, an
+older commit against the working tree, in turns (datagen's side of the same comparison is before_after.py).
+
+The older commit (`--before REF`, default 643f242) is checked out as a detached git worktree in a temp folder; the after
+side is the working tree this script belongs to (uncommitted changes included). Every run is a subprocess in its own
+tree (before_after.child: cwd and PYTHONPATH its tree, webmix's editable-install finder off sys.meta_path), and each
+side is first probed once (where its webmix and its MiniWeb servers' webmix come from, its human-style tasks).
+
+Parts (`--parts`, both by default):
+- plan_data: each side makes its own pool with its own datagen on the main job's pool sites (`--pool-sites`, every
+  task of them, `--workers` workers; not timed), then runs `run_plan_data` on that pool: `--chains` chains (seed
+  `--seed`, sizes 2 to 4) with `--workers` workers. Chains a minute = chains / the span from the first chain's start
+  to the last one's end (result lines' `t` and `duration_s`); also kept and the run's wall time.
+- evaluate: the first `--tasks` human-style test tasks both sides have (by task_id, sorted), on each arm of the main
+  job (`base`, and `oracle` with its adapters and gate_done) against that side's scripted stand-in policy
+  (`serve_policy(port=0, faults={"premature": 0}, seed)`), `--workers` workers, headless. Episodes a minute = episodes
+  / wall time of the `run_evaluate` calls; also successes per arm (a scripted success must stay one).
+
+The sides run before, after, before, after ... for `--rounds` rounds; the ratio is after / before of the means.
+
+    python benchmarks/speed.py [--before 643f242] [--parts plan_data,evaluate] [--chains 40] [--tasks 12]
+                               [--workers 2] [--rounds 1] [--seed 0] [--pool-sites shop,kanban] [--json out.json]
+                               [--keep DIR]
+"""
+import argparse, json, statistics, sys, time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from before_after import check_imports, child, drop_worktree, read_results, saved, sides_header, two_sides  # noqa: E402
+
+CHILD = r'''
+import json, os, subprocess, sys, time
+from pathlib import Path
+mode, root, spec = sys.argv[1], Path(sys.argv[2]).resolve(), json.loads(sys.argv[3])
+os.environ.pop("WEBMIX_DATA", None)           # data_dir(): ./data of the cwd, this tree's
+sys.meta_path[:] = [f for f in sys.meta_path if not (getattr(f, "__module__", "") or "").startswith("__editable__")]
+sys.path.insert(0, str(root))
+import webmix
+if root not in Path(webmix.__file__).resolve().parents:
+    sys.exit(f"webmix imported from {webmix.__file__}, not from {root}")
+from webmix import config
+config.setup_env()
+import importlib
+def first_of(*names):                         # a tree before the package's wings has flat modules (webmix.harness, ...)
+    for n in names:
+        try: return importlib.import_module(n)
+        except ImportError: pass
+    raise ImportError(names)
+first_of("webmix.agents.harness", "webmix.harness")
+free_ports = first_of("webmix.world.servers", "webmix.world.miniweb", "webmix.miniweb").free_ports
+human_tasks = first_of("webmix.eval.evaluate", "webmix.evaluate").human_tasks
+tid = lambda t: t["task_id"] if isinstance(t, dict) else t.task_id
+out = {"file": webmix.__file__}
+if mode == "probe":
+    srv = subprocess.run([sys.executable, "-c", "import webmix; print(webmix.__file__)"], capture_output=True, text=True)
+    out.update(server_file=srv.stdout.strip() or srv.stderr.strip()[-300:], test_tasks=[tid(t) for t in human_tasks("test")],
+               arms=getattr(first_of("webmix.job", "webmix.cli"), "MAIN_ARMS"))
+elif mode == "pool":
+    run_datagen = first_of("webmix.data.datagen", "webmix.datagen").run_datagen
+    t0 = time.perf_counter()
+    run_datagen(spec["out"], sites=spec["sites"], workers=spec["workers"], ports=free_ports(spec["workers"]), progress=False)
+    out["wall_s"] = round(time.perf_counter() - t0, 1)
+elif mode == "plan_data":
+    run_plan_data = first_of("webmix.data.plan_data", "webmix.plan_data").run_plan_data
+    t0 = time.perf_counter()
+    run_plan_data(spec["out"], runs=[spec["pool"]], chains=spec["chains"], seed=spec["seed"], workers=spec["workers"],
+                  ports=free_ports(spec["workers"]), progress=False)
+    out["wall_s"] = round(time.perf_counter() - t0, 1)
+else:
+    run_evaluate = first_of("webmix.eval.evaluate", "webmix.evaluate").run_evaluate
+    serve_policy = first_of("webmix.eval.policy", "webmix.policy").serve_policy
+    arms = getattr(first_of("webmix.job", "webmix.cli"), "MAIN_ARMS")
+    tasks = [t for t in human_tasks("test") if tid(t) in set(spec["task_ids"])]
+    if sorted(tid(t) for t in tasks) != sorted(spec["task_ids"]): sys.exit(f"tasks {[tid(t) for t in tasks]} are not {spec['task_ids']}")
+    out["wall_s"] = {}
+    with serve_policy(port=0, faults={"premature": 0.0}, seed=spec["seed"]) as srv:
+        for arm, kw in arms.items():
+            t0 = time.perf_counter()
+            run_evaluate(tasks, Path(spec["out"]) / arm, arm=arm, vllm=srv.base_url, workers=spec["workers"],
+                         ports=free_ports(spec["workers"]), headless=True, progress=False, **kw)
+            out["wall_s"][arm] = round(time.perf_counter() - t0, 1)
+print("@@before_after " + json.dumps(out), flush=True)
+'''
+
+
+def span_per_min(res: dict) -> float:
+    "Units a minute over the span from the first unit's start to the last one's end."
+    span = max(r["t"] for r in res.values()) - min(r["t"] - r["duration_s"] for r in res.values())
+    return round(len(res) / (span / 60), 2)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--before", default="643f242", help="the older commit (any git ref)")
+    ap.add_argument("--parts", default="plan_data,evaluate")
+    ap.add_argument("--chains", type=int, default=40)
+    ap.add_argument("--tasks", type=int, default=12, help="human-style test tasks of the evaluate part")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pool-sites", default="shop,kanban", help="the sites of each side's pool for plan-data")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--keep", default=None, help="keep the run folders (and child logs) in this folder")
+    args = ap.parse_args(argv)
+    parts = args.parts.split(",")
+    t_start = time.perf_counter()
+    after, commit, dirty, tmp, root, before = two_sides(args.before, args.keep, "speed-")
+    trees = {"before": before, "after": after}
+    try:
+        probe = {s: child("probe", tree, {}, root / f"probe-{s}.log", CHILD) for s, tree in trees.items()}
+        check_imports(probe, trees)
+        print(f"before: {args.before} = {commit}, webmix from {probe['before']['file']}\n"
+              f"after:  working tree{f' ({len(dirty)} changed files)' if dirty else ''}, webmix from {probe['after']['file']}\n"
+              f"{args.workers} workers, {args.rounds} round(s), seed {args.seed}", flush=True)
+        summary = {**sides_header(args.before, commit, after, dirty, probe), "workers": args.workers, "seed": args.seed,
+                   "rounds": args.rounds}
+        runs = []
+        if "plan_data" in parts:
+            pools = {}
+            for s, tree in trees.items():
+                pools[s] = root / f"pool-{s}"
+                got = child("pool", tree, {"out": str(pools[s]), "sites": args.pool_sites.split(","), "workers": args.workers},
+                            root / f"pool-{s}.log", CHILD)
+                res = read_results(pools[s])
+                print(f"{s} pool: datagen on {args.pool_sites}, {sum(bool(r['ok']) for r in res.values())}/{len(res)} kept "
+                      f"in {got['wall_s']:.0f}s", flush=True)
+            print(f"\nplan-data, {args.chains} chains\n{'side':<7} {'round':>5} {'kept':>7} {'chains/min':>11} {'wall s':>7}")
+            for rnd in range(1, args.rounds + 1):
+                for s, tree in trees.items():
+                    out = root / f"plan-{s}-r{rnd}"
+                    got = child("plan_data", tree, {"out": str(out), "pool": str(pools[s]), "chains": args.chains,
+                                                    "seed": args.seed, "workers": args.workers}, root / f"plan-{s}-r{rnd}.log", CHILD)
+                    res = read_results(out)
+                    row = {"part": "plan_data", "side": s, "round": rnd, "kept": sum(bool(r["ok"]) for r in res.values()),
+                           "total": len(res), "per_min": span_per_min(res), "wall_s": got["wall_s"]}
+                    runs.append(row)
+                    print(f"{s:<7} {rnd:>5} {row['kept']:>3}/{row['total']:<3} {row['per_min']:>11.2f} {row['wall_s']:>7.1f}", flush=True)
+        if "evaluate" in parts:
+            both = sorted(set(probe["before"]["test_tasks"]) & set(probe["after"]["test_tasks"]))[:args.tasks]
+            arms = probe["after"]["arms"]
+            print(f"\nevaluate on the stand-in, {len(both)} human-style test tasks both sides have, arms {', '.join(arms)}\n"
+                  f"{'side':<7} {'round':>5} {'ok by arm':>16} {'episodes/min':>13} {'wall s':>7}")
+            summary["eval_tasks"] = both
+            for rnd in range(1, args.rounds + 1):
+                for s, tree in trees.items():
+                    out = root / f"eval-{s}-r{rnd}"
+                    got = child("evaluate", tree, {"out": str(out), "task_ids": both, "seed": args.seed,
+                                                   "workers": args.workers}, root / f"eval-{s}-r{rnd}.log", CHILD)
+                    ok = {arm: sum(r.get("ok") is True for r in read_results(out / arm).values()) for arm in got["wall_s"]}
+                    n = sum(len(read_results(out / arm)) for arm in got["wall_s"])
+                    wall = sum(got["wall_s"].values())
+                    row = {"part": "evaluate", "side": s, "round": rnd, "ok": ok, "episodes": n,
+                           "per_min": round(n / (wall / 60), 2), "wall_s": round(wall, 1),
+                           "ok_by_task": {arm: {t: r.get("ok") for t, r in sorted(read_results(out / arm).items())} for arm in ok}}
+                    runs.append(row)
+                    okt = " ".join(f"{a}:{k}/{len(both)}" for a, k in ok.items())
+                    print(f"{s:<7} {rnd:>5} {okt:>16} {row['per_min']:>13.2f} {row['wall_s']:>7.1f}", flush=True)
+        ratios = {}
+        for part in parts:
+            mean = {s: statistics.mean(r["per_min"] for r in runs if r["part"] == part and r["side"] == s) for s in trees}
+            ratios[part] = {**{s: round(v, 2) for s, v in mean.items()}, "ratio": round(mean["after"] / mean["before"], 3)}
+        print("\n" + "\n".join(f"{p}: before {v['before']:.2f}/min, after {v['after']:.2f}/min, after/before {v['ratio']}x"
+                               for p, v in ratios.items()))
+        if "evaluate" in parts:
+            last = {s: next(r for r in reversed(runs) if r["part"] == "evaluate" and r["side"] == s) for s in trees}
+            same = last["before"]["ok_by_task"] == last["after"]["ok_by_task"]
+            print(f"evaluate: every episode's outcome alike on both sides: {same}")
+            ratios["evaluate"]["outcomes_alike"] = same
+        wall = round(time.perf_counter() - t_start, 1)
+        print(f"wall time {wall:.0f}s")
+        return saved({**summary, "runs": runs, "ratios": ratios, "wall_s": wall}, args, root)
+    finally:
+        drop_worktree(before, tmp, after)
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
