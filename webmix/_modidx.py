@@ -1221,6 +1221,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'webmix.folders._jsonable': ('folders.html#_jsonable', 'webmix/folders.py'),
                                 'webmix.folders._manifest_lock': ('folders.html#_manifest_lock', 'webmix/folders.py'),
                                 'webmix.folders._one_split': ('folders.html#_one_split', 'webmix/folders.py'),
+                                'webmix.folders._result_rows': ('folders.html#_result_rows', 'webmix/folders.py'),
                                 'webmix.folders._run': ('folders.html#_run', 'webmix/folders.py'),
                                 'webmix.folders._version': ('folders.html#_version', 'webmix/folders.py'),
                                 'webmix.folders.close_manifest': ('folders.html#close_manifest', 'webmix/folders.py'),

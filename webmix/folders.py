@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+import orjson
+
 from . import config
 from .config import append_jsonl, write_json_atomic
 from .command import parse_shard
@@ -20,22 +22,30 @@ from .command import parse_shard
 # %% ../nbs/02b_folders.ipynb #4e3955fc
 RESULTS = "results.jsonl"
 
+def _result_rows(p: Path):
+    """The result lines of the results file `p`, parsed, in order; a torn or garbled line is skipped. orjson parses a
+    line five times as fast as json (a resumed run of a million units reads them all before its first unit); a line
+    it refuses (a NaN, an integer beyond 64 bits: what json.dumps may write) is read by json."""
+    with open(p, "rb") as f:
+        for line in f:                                   # b"\n" only: a U+2028 inside a string is not a line end
+            try: row = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                try: row = json.loads(line)
+                except ValueError: continue
+            if isinstance(row, dict) and "task_id" in row: yield row
+
 def read_results(out) -> list:
     "Every result line of the run folder `out` (or of a results file), in order; a torn or garbled line is skipped."
     p = Path(out)
     p = p / RESULTS if p.is_dir() or not p.suffix else p
-    rows = []
-    if not p.exists(): return rows
-    for line in p.read_bytes().split(b"\n"):           # "\n" only: a U+2028 inside a string is not a line end
-        try: row = json.loads(line)
-        except ValueError: continue
-        if isinstance(row, dict) and "task_id" in row: rows.append(row)
-    return rows
+    return list(_result_rows(p)) if p.exists() else []
 
 # %% ../nbs/02b_folders.ipynb #3b3037ca
 def done_keys(out) -> set:
     "Keys that already have a result line in `out`."
-    return {r["task_id"] for r in read_results(out)}
+    p = Path(out)
+    p = p / RESULTS if p.is_dir() or not p.suffix else p
+    return {r["task_id"] for r in _result_rows(p)} if p.exists() else set()
 
 # %% ../nbs/02b_folders.ipynb #571d0adc
 def latest(results) -> dict:

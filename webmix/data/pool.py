@@ -54,8 +54,9 @@ def trajectory(d) -> dict | None:
 def write_pool(runs, out, split="all") -> list:
     "Write the ids of the kept trajectories of `runs` on sites of `split` (train, test, all) to `out`; returns them."
     if split not in ("train", "test", "all"): raise ValueError(f"split must be train, test or all, not {split!r}")
-    ids = sorted(tid for tid, d in kept(runs).items()
-                 if split == "all" or config.split_of((trajectory(d) or {}).get("site", "")) == split)
+    site = lambda tid, d: lines[tid].get("site") or (trajectory(d) or {}).get("site", "")   # a line names its site
+    lines = {t: r for run in _run_dirs(runs) for t, r in latest_results(run).items()} if split != "all" else {}
+    ids = sorted(tid for tid, d in kept(runs).items() if split == "all" or config.split_of(site(tid, d)) == split)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text("".join(i + "\n" for i in ids))
     return ids
