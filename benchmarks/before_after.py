@@ -18,8 +18,11 @@ sizes, as written and canonical: the latter without the server's base URL (each 
 URLs are absolute) and with browser-use's element numbers (DOM node ids, which differ between two runs of the same
 code) replaced by the elements they name; and each task's kept / rejected outcome on both sides.
 
-    python benchmarks/before_after.py --before REF [--sites bank] [--workers 1] [--tasks 12] [--rounds 2] [--seed 0]
-                                      [--json out.json] [--keep DIR]
+    python benchmarks/before_after.py --before REF [--sites bank] [--workers 1] [--backend B] [--tasks 12] [--rounds 2]
+                                      [--seed 0] [--json out.json] [--keep DIR]
+
+`--backend` is given to the after side only (a before side may not have it): `processes` is what the command line
+runs by default.
 """
 import argparse, json, os, random, shutil, statistics, struct, subprocess, sys, tempfile
 from collections import defaultdict
@@ -56,7 +59,8 @@ else:
     free_ports = first_of("webmix.world.servers", "webmix.world.miniweb", "webmix.miniweb").free_ports
     tasks = json.loads(Path(spec["tasks"]).read_text())
     t0 = time.perf_counter()
-    run_datagen(spec["out"], tasks=tasks, workers=spec["workers"], ports=free_ports(spec["workers"]), progress=False)
+    engine = {"backend": spec["backend"]} if spec.get("backend") else {}      # the after side's, when asked
+    run_datagen(spec["out"], tasks=tasks, workers=spec["workers"], ports=free_ports(spec["workers"]), progress=False, **engine)
     out["wall_s"] = round(time.perf_counter() - t0, 2)
 print("@@before_after " + json.dumps(out), flush=True)
 '''
@@ -231,6 +235,7 @@ def main(argv=None):
     ap.add_argument("--before", required=True, help="the older commit (any git ref)")
     ap.add_argument("--sites", "--site", default="bank", help="comma-separated site names")
     ap.add_argument("--workers", type=int, default=1, help="units running at once on each side")
+    ap.add_argument("--backend", default=None, help="the after side's run_units backend (default: run_datagen's own)")
     ap.add_argument("--tasks", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
@@ -265,7 +270,8 @@ def main(argv=None):
             for side, tree in trees.items():
                 out = root / f"{side}-r{rnd}"
                 if out.exists(): sys.exit(f"{out} exists: --keep needs a folder without earlier runs")
-                got = child("run", tree, {"tasks": str(root / "tasks.json"), "out": str(out), "workers": args.workers},
+                got = child("run", tree, {"tasks": str(root / "tasks.json"), "out": str(out), "workers": args.workers,
+                                          "backend": args.backend if side == "after" else None},
                             root / f"{side}-r{rnd}.log")
                 row = {"side": side, "round": rnd, "out": str(out), **metrics(read_results(out)), "wall_s": got["wall_s"]}
                 runs.append(row)

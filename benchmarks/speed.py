@@ -19,8 +19,11 @@ Parts (`--parts`, both by default):
 The sides run before, after, before, after ... for `--rounds` rounds; the ratio is after / before of the means.
 
     python benchmarks/speed.py [--before 643f242] [--parts plan_data,evaluate] [--chains 40] [--tasks 12]
-                               [--workers 2] [--rounds 1] [--seed 0] [--pool-sites shop,kanban] [--json out.json]
-                               [--keep DIR]
+                               [--workers 2] [--rounds 1] [--seed 0] [--pool-sites shop,kanban] [--backend processes]
+                               [--json out.json] [--keep DIR]
+
+Each side runs its units as its command line does by default: the before side in its own process (the only backend
+643f242 has), the after side on `--backend` (default `processes`, the command line's default now).
 """
 import argparse, json, statistics, sys, time
 from pathlib import Path
@@ -63,8 +66,9 @@ elif mode == "pool":
 elif mode == "plan_data":
     run_plan_data = first_of("webmix.data.plan_data", "webmix.plan_data").run_plan_data
     t0 = time.perf_counter()
+    engine = {"backend": spec["backend"]} if spec.get("backend") else {}
     run_plan_data(spec["out"], runs=[spec["pool"]], chains=spec["chains"], seed=spec["seed"], workers=spec["workers"],
-                  ports=free_ports(spec["workers"]), progress=False)
+                  ports=free_ports(spec["workers"]), progress=False, **engine)
     out["wall_s"] = round(time.perf_counter() - t0, 1)
 else:
     run_evaluate = first_of("webmix.eval.evaluate", "webmix.evaluate").run_evaluate
@@ -73,11 +77,12 @@ else:
     tasks = [t for t in human_tasks("test") if tid(t) in set(spec["task_ids"])]
     if sorted(tid(t) for t in tasks) != sorted(spec["task_ids"]): sys.exit(f"tasks {[tid(t) for t in tasks]} are not {spec['task_ids']}")
     out["wall_s"] = {}
+    engine = {"backend": spec["backend"]} if spec.get("backend") else {}
     with serve_policy(port=0, faults={"premature": 0.0}, seed=spec["seed"]) as srv:
         for arm, kw in arms.items():
             t0 = time.perf_counter()
             run_evaluate(tasks, Path(spec["out"]) / arm, arm=arm, vllm=srv.base_url, workers=spec["workers"],
-                         ports=free_ports(spec["workers"]), headless=True, progress=False, **kw)
+                         ports=free_ports(spec["workers"]), headless=True, progress=False, **kw, **engine)
             out["wall_s"][arm] = round(time.perf_counter() - t0, 1)
 print("@@before_after " + json.dumps(out), flush=True)
 '''
@@ -97,6 +102,7 @@ def main(argv=None):
     ap.add_argument("--tasks", type=int, default=12, help="human-style test tasks of the evaluate part")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--backend", default="processes", help="the after side's run_units backend (the command line's default)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pool-sites", default="shop,kanban", help="the sites of each side's pool for plan-data")
     ap.add_argument("--json", default=None)
@@ -129,7 +135,9 @@ def main(argv=None):
                 for s, tree in trees.items():
                     out = root / f"plan-{s}-r{rnd}"
                     got = child("plan_data", tree, {"out": str(out), "pool": str(pools[s]), "chains": args.chains,
-                                                    "seed": args.seed, "workers": args.workers}, root / f"plan-{s}-r{rnd}.log", CHILD)
+                                                    "seed": args.seed, "workers": args.workers,
+                                                    "backend": args.backend if s == "after" else None},
+                                    root / f"plan-{s}-r{rnd}.log", CHILD)
                     res = read_results(out)
                     row = {"part": "plan_data", "side": s, "round": rnd, "kept": sum(bool(r["ok"]) for r in res.values()),
                            "total": len(res), "per_min": span_per_min(res), "wall_s": got["wall_s"]}
@@ -145,7 +153,8 @@ def main(argv=None):
                 for s, tree in trees.items():
                     out = root / f"eval-{s}-r{rnd}"
                     got = child("evaluate", tree, {"out": str(out), "task_ids": both, "seed": args.seed,
-                                                   "workers": args.workers}, root / f"eval-{s}-r{rnd}.log", CHILD)
+                                                   "workers": args.workers, "backend": args.backend if s == "after" else None},
+                                    root / f"eval-{s}-r{rnd}.log", CHILD)
                     ok = {arm: sum(r.get("ok") is True for r in read_results(out / arm).values()) for arm in got["wall_s"]}
                     n = sum(len(read_results(out / arm)) for arm in got["wall_s"])
                     wall = sum(got["wall_s"].values())

@@ -12,12 +12,16 @@ On the same MiniWeb pages and actions, in one run:
     driver), actions and waits), from a datagen run made by this script with 1 worker.
 
 The tasks are a seeded sample of simple macros; macro_done/done/wait steps (no browser action) are left out.
+With `--busy N`, N processes spin a CPU core each for the whole measurement (a loaded machine: both the harness and
+Playwright run beside them); the click and input rows' c/a and c/b are printed apart (targets under two busy loops:
+click c/b <= 1.1, input c/a <= 2).
 With `--profile`, one datagen unit (the kept task with the most browser actions) is also run under pyinstrument, its
 phases timed by wrapping (see profile_unit).
 
-    python benchmarks/step_cost.py [--tasks 16] [--sites bank,hr] [--macros m1,m2] [--json out.json] [--profile prof.txt]
+    python benchmarks/step_cost.py [--tasks 16] [--sites bank,hr] [--macros m1,m2] [--busy 0] [--json out.json]
+                                   [--profile prof.txt]
 """
-import argparse, asyncio, functools, inspect, json, random, statistics, sys, tempfile, time
+import argparse, asyncio, functools, inspect, json, multiprocessing, random, statistics, sys, tempfile, time
 from collections import defaultdict
 from pathlib import Path
 
@@ -69,6 +73,17 @@ async def playwright_steps(run, base):
             await ctx.close()
         await browser.close()
     return rows
+
+
+def spin():
+    while True: pass
+
+
+def busy_loops(n) -> list:
+    "n processes that each keep a core busy (terminate them when done)."
+    procs = [multiprocessing.Process(target=spin, daemon=True) for _ in range(n)]
+    for p in procs: p.start()
+    return procs
 
 
 def stats(ts):
@@ -191,7 +206,15 @@ def main(argv=None):
     ap.add_argument("--macros", type=lambda s: s.split(","), default=MACROS)
     ap.add_argument("--json", default=None)
     ap.add_argument("--profile", default=None, help="also profile one unit; pyinstrument's text goes to this file")
+    ap.add_argument("--busy", type=int, default=0, help="processes spinning a core each beside the measurement")
     args = ap.parse_args(argv)
+    spinning = busy_loops(args.busy)
+    try: return measure(args)
+    finally:
+        for p in spinning: p.terminate()
+
+
+def measure(args):
     pool = all_tasks(sites=args.sites, macros=args.macros)
     tasks = random.Random(args.seed).sample(pool, min(args.tasks, len(pool)))
     root = Path(tempfile.mkdtemp(prefix="step-cost-"))
@@ -219,7 +242,13 @@ def main(argv=None):
     ratios = {f"c/{k}_{m}": round(overall["c"][m] / overall[k][m], 2) for k in "ab" for m in ("median", "mean")}
     print(f"\nc/a: {ratios['c/a_median']}x (medians), {ratios['c/a_mean']}x (means)\n"
           f"c/b: {ratios['c/b_median']}x (medians), {ratios['c/b_mean']}x (means)   target c/b <= 1.5", flush=True)
-    summary = {"tasks": len(tasks), "kept": sum(r["ok"] for r in res), "sites": sorted({t["site"] for t in tasks}),
+    for x in ("click", "input"):
+        got = per.get(x, {})
+        if all(got.get(k) for k in "abc"):
+            for k in "ab": ratios[f"{x}_c/{k}_median"] = round(got["c"]["median"] / got[k]["median"], 2)
+            print(f"{x}: c/a {ratios[f'{x}_c/a_median']}x, c/b {ratios[f'{x}_c/b_median']}x (medians)", flush=True)
+    print(f"busy loops beside the run: {args.busy}")
+    summary = {"tasks": len(tasks), "kept": sum(r["ok"] for r in res), "sites": sorted({t["site"] for t in tasks}), "busy": args.busy,
                "macros": args.macros, "seed": args.seed, "dom_snapshot": "CDP DOMSnapshot.captureSnapshot",
                "overall": overall, "by_action": per, "ratios": ratios}
     if args.profile:

@@ -2,9 +2,11 @@
 
 The test process is an entry point: it sets up the offline browser environment before any test module is
 imported (config.setup_env; harness.make_session would call it again anyway)."""
-import asyncio
+import asyncio, os
 
 import pytest
+
+os.environ.setdefault("WEBMIX_BACKEND", "local")   # in the test process, where a test's patches reach the units
 
 from webmix.config import setup_env
 from webmix.world.servers import Servers, free_ports

@@ -25,6 +25,7 @@ from webmix.records import as_task, on_variant
 from webmix.data.tasks import all_tasks, make_tasks
 from webmix.world.sites import load_sites, sitemap
 from webmix.world.servers import free_ports
+from row_layout import REFERENCE, datagen_layout
 
 
 def one_per_macro(tasks, seed=1):
@@ -92,6 +93,7 @@ def test_kept_trajectories(run):
         rec = json.loads((d / "episode.json").read_text())
         assert rec["layout"] == "datagen" and formats.problems("episode", rec) == [] and len(rec["steps"]) == len(traj["steps"])
         assert [s["action"] for s in traj["steps"][-2:]] == ["macro_done", "done"]
+        assert datagen_layout(d) == REFERENCE["datagen"], d            # the files, keys and screenshot size rows had
         assert (traj["answer"] not in (None, "")) == (task["macro"] in QA_MACROS)
         for k, s in enumerate(traj["steps"], 1):
             assert (d / f"step_{k}.png").exists() and s["memory"] and s["duration"] is not None

@@ -15,6 +15,7 @@ from webmix.data.chains import chain_key, chain_specs, follow, record
 from webmix.config import append_jsonl
 from webmix.world.servers import Servers, free_ports
 from webmix.runs import Worker
+from row_layout import REFERENCE, planner_layout
 from webmix.data.pool import kept, pool_items
 
 # ── kept trajectories ────────────────────────────────────────────────────────
@@ -180,6 +181,7 @@ def test_chains_build_valid_rows(tmp_path, items):
             assert target.memory == P.template_memory(ep["turns"], row["step"])
             shots = _screenshots(row)
             assert shots == [f"step_{row['step']}.png"] and (d / shots[0]).stat().st_size > 1000
+            assert planner_layout(row, d) == REFERENCE["planner"], row["step"]   # keys, messages, screenshot size as they were
         # a trip home is a Navigation delegation naming the site as its pages do
         homes = [t for t in ep["turns"] if t.get("home")]
         assert all(t["instruction"] == P.HOME_STEP.format(site="Lumen Market") and t["macro"] == "navigate_home" for t in homes)

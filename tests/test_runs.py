@@ -149,6 +149,38 @@ def test_ray_backend_runs_the_same_units_and_resumes(tmp_path):
     assert again.todo == 0 and len(lines(out)) == 9
 
 
+async def dies_or_fetches(unit, worker) -> dict:
+    "A unit that ends its own process (a worker process killed mid-unit) when asked, else fetch_title's."
+    if unit.get("die"): os._exit(1)
+    return await runs.fetch_title(unit, worker)
+
+
+def test_processes_backend_runs_units_in_worker_processes_and_replaces_a_dead_one(tmp_path):
+    out = tmp_path / "run"
+    us = units(6) + [{"task_id": "dies", "path": "/", "die": True}] + units(10)[6:]
+    r = runs.run_units(us, dies_or_fetches, out, runner="pages", workers=2, backend="processes", progress=False)
+    assert r.ok == 10 and [x["task_id"] for x in r.results if not x["ok"]] == ["dies"], r.results
+    assert "worker process" in next(x["cause"] for x in r.results if not x["ok"])
+    pids = {x["pid"] for x in r.results if x["ok"]}
+    assert len(pids) >= 3 and os.getpid() not in pids          # two workers, and the one that replaced the dead one
+    assert not (out / "_tmp").exists()
+    again = runs.run_units(us, dies_or_fetches, out, runner="pages", workers=2, backend="processes", progress=False)
+    assert again.todo == 0 and len(lines(out)) == 11
+
+
+def test_a_killed_run_on_worker_processes_leaves_no_process_behind(tmp_path):
+    import psutil
+    out = tmp_path / "run"
+    p = spawn(out, 40, 0.5, 'backend="processes"')
+    deadline = time.time() + 60
+    while len(lines(out, missing_ok=True)) < 2 and time.time() < deadline: time.sleep(0.2)
+    kids = psutil.Process(p.pid).children(recursive=True)
+    assert len(lines(out)) >= 2 and len(kids) >= 4, kids       # two worker processes and their servers
+    p.send_signal(signal.SIGKILL); p.wait()
+    gone, alive = psutil.wait_procs(kids, timeout=20)
+    assert not alive, [(q.pid, q.cmdline()[:4]) for q in alive]
+
+
 async def fails_once(unit, worker) -> dict:
     "A unit whose first try fails (an infrastructure fault), and which succeeds when tried again."
     mark = Path(worker.out) / f".tried-{unit['task_id']}"

@@ -107,7 +107,8 @@ class RunOptions:
                                 "start, a model server that failed, ...)", deciding=False)
     headful: bool = option(False, "show the browser windows", deciding=False)
     timeout: float | None = option(None, "seconds one unit may take before it fails", deciding=False, min=1)
-    backend: str = option("local", "local: workers in this process; ray: Ray actors", deciding=False, choices=("local", "ray"))
+    backend: str = option(config.DEFAULT_BACKEND, "processes: a process per worker; local: workers in this process; ray: "
+                          "Ray actors", deciding=False, choices=("processes", "local", "ray"))
     ray_address: str | None = option(None, "a Ray cluster's address (default: RAY_ADDRESS, else a local Ray)", deciding=False)
     shard: str | None = option(None, "k/n: this process runs the k-th of n shards of the units", deciding=False, type=shard_arg)
     force: bool = option(False, "resume into a folder made with other settings anyway", deciding=False)

@@ -5,10 +5,10 @@ split: the one place every other module reads them from."""
 
 # %% auto #0
 __all__ = ['PKG_DIR', 'SITES_DIR', 'TEMPLATES_DIR', 'STATIC_DIR', 'SCHEMAS_DIR', 'MAX_STEPS', 'DEFAULT_PORTS', 'PLAN_DATA_PORTS',
-           'DEFAULT_WORKERS', 'UNIT_TIMEOUT_S', 'CHAIN_TIMEOUT_S', 'CHAIN_TURN_TIMEOUT_S', 'SERVER_START_TIMEOUT_S',
-           'MODEL_TIMEOUT_S', 'AGENT_STEP_TIMEOUT_S', 'ADMIN_TIMEOUT_S', 'ADMIN_HEADER', 'CHROMIUM', 'OPENAI_KEY_VARS',
-           'GEMINI_KEY_VARS', 'OFFLINE_ENV', 'PROCESS_SUBDIRS', 'data_dir', 'runs_dir', 'annotations_dir',
-           'extra_sites_dirs', 'site_split', 'split_of', 'append_jsonl', 'jsonl_lines', 'json_lines',
+           'DEFAULT_WORKERS', 'DEFAULT_BACKEND', 'UNIT_TIMEOUT_S', 'CHAIN_TIMEOUT_S', 'CHAIN_TURN_TIMEOUT_S',
+           'SERVER_START_TIMEOUT_S', 'MODEL_TIMEOUT_S', 'AGENT_STEP_TIMEOUT_S', 'ADMIN_TIMEOUT_S', 'ADMIN_HEADER',
+           'CHROMIUM', 'OPENAI_KEY_VARS', 'GEMINI_KEY_VARS', 'OFFLINE_ENV', 'PROCESS_SUBDIRS', 'data_dir', 'runs_dir',
+           'annotations_dir', 'extra_sites_dirs', 'site_split', 'split_of', 'append_jsonl', 'jsonl_lines', 'json_lines',
            'write_json_atomic', 'short', 'comma_list', 'int_list', 'UnknownName', 'check_names', 'ports_arg',
            'check_folder_name', 'chain_timeout_s', 'admin_key', 'admin_headers', 'env_key', 'openai_base_url',
            'ray_address', 'judge_settings', 'tmp_base', 'kill_family', 'at_exit', 'setup_env']
@@ -150,6 +150,7 @@ def check_folder_name(name, where, what="task_id", error=ValueError) -> str:
 DEFAULT_PORTS = (8318, 8319)           # `webmix sites serve`, datagen and `servers.Servers()`
 PLAN_DATA_PORTS = (8320, 8321)         # plan-data's own pair
 DEFAULT_WORKERS = 2                    # units at once: one browser and one MiniWeb server each
+DEFAULT_BACKEND = os.environ.get("WEBMIX_BACKEND") or "processes"   # the runners' (runs.run_units: where workers run)
 
 UNIT_TIMEOUT_S = 150                   # one datagen task: browser start, the scripted episode, the backend reads
 CHAIN_TIMEOUT_S = 120                  # one plan-data chain, before its turns...

@@ -11,7 +11,7 @@ import asyncio, json
 from dataclasses import dataclass
 
 from .command import Command, option
-from .config import DEFAULT_PORTS, DEFAULT_WORKERS, comma_list, ports_arg
+from .config import DEFAULT_BACKEND, DEFAULT_PORTS, DEFAULT_WORKERS, comma_list, ports_arg
 
 # %% ../nbs/91_job.ipynb #b8057e88
 @dataclass(frozen=True, kw_only=True)
@@ -84,7 +84,7 @@ def build_pool(data, o: MainOptions):
         sites = [s for s in o.pool_sites if s in site_split()["train"]]
         if not sites: raise SystemExit(f"--pool-sites: none of {list(o.pool_sites)} is a training site ({site_split()['train']})")
         print(f"pool: one task per control and macro on {', '.join(sites)} into {run} ...", flush=True)
-        run_datagen(run, sites=sites, per_control=1, seed=o.seed, workers=o.workers, ports=list(o.ports),
+        run_datagen(run, sites=sites, per_control=1, seed=o.seed, workers=o.workers, backend=DEFAULT_BACKEND, ports=list(o.ports),
                     limit=o.pool_tasks, headless=not o.headful)
         ids = write_pool(run, pool, split="train")
         print(f"pool: {len(ids)} kept trajectories -> {pool}", flush=True)
@@ -115,7 +115,7 @@ def main_evaluation(data, o: MainOptions):
           f"stand-in policy (a simulator, not a model; premature dones at {o.eval_premature:g}) ...", flush=True)
     with serve_policy(port=0, faults={"premature": o.eval_premature}, seed=o.seed) as srv:
         for arm, kw in MAIN_ARMS.items():
-            run_evaluate(tasks, root / arm, arm=arm, vllm=srv.base_url, workers=o.workers, ports=list(o.ports),
+            run_evaluate(tasks, root / arm, arm=arm, vllm=srv.base_url, workers=o.workers, backend=DEFAULT_BACKEND, ports=list(o.ports),
                          headless=not o.headful, **kw)
     table = success_table(pd.concat([load_results(root / arm) for arm in MAIN_ARMS]))
     print(f"\nsuccess by arm and family on the scripted stand-in policy (episodes in {root}/<arm>):\n{table.to_string()}", flush=True)
@@ -137,7 +137,7 @@ def run_main(o: MainOptions) -> int:
     data = data_dir()
     run, pool = build_pool(data, o)
     out = data / "rows" / "planner" / "main"
-    summary = run_plan_data(out=out, chains=o.chains, pool=pool, runs=[run], seed=o.seed, workers=o.workers,
+    summary = run_plan_data(out=out, chains=o.chains, pool=pool, runs=[run], seed=o.seed, workers=o.workers, backend=DEFAULT_BACKEND,
                             ports=list(o.ports), headless=not o.headful).attrs["summary"]
     print(f"\nplanner rows: {summary['ok']} of {summary['chains']} chains kept this run, in {out}/<chain id>/rows.jsonl "
           f"(with episode.json and step_*.png); all results in {out}/results.jsonl\n" + ROWS_HOWTO.format(out=out), flush=True)

@@ -291,11 +291,11 @@ async def _local(todo, run_one, key, fields, ctx, record):
 # %% ../nbs/03_runs.ipynb #344b049b
 class RayWorker:
     "The body of a Ray actor: a worker with its own MiniWeb server and event loop."
-    def __init__(self, index, out, tmp, headless, options, cpu=0, keep_browsers=True, miniweb=True):
+    def __init__(self, index, out, tmp, headless, options, cpu=0, keep_browsers=True, miniweb=True, port=None):
         config.setup_env()
         self.index, self.out, self.tmp, self.headless, self.options = index, Path(out), Path(tmp), headless, options
         self.tmp.mkdir(parents=True, exist_ok=True)
-        self.server, self.loop = WorkerServer(None, cpu) if miniweb else None, asyncio.new_event_loop()
+        self.server, self.loop = WorkerServer(port, cpu) if miniweb else None, asyncio.new_event_loop()
         self.kept = _kept_browser(dict(headless=headless, tmp=self.tmp, keep_browsers=keep_browsers))
 
     def run(self, run_one, unit, key, timeout, fields=None) -> dict:
@@ -363,6 +363,57 @@ def _ray(todo, run_one, key, fields, ctx, record):
             except Exception: pass           # noqa: BLE001  a dead actor has nothing to stop
             ray.kill(a)
 
+# %% ../nbs/03_runs.ipynb #abdc039f
+_PROC_WORKER = None          # in a worker process of the processes backend: its RayWorker
+
+def _die_with_parent() -> None:
+    "Have the kernel kill this process when the process that started it ends (Linux; elsewhere a no-op)."
+    if not sys.platform.startswith("linux"): return
+    import ctypes, signal
+    try: ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
+    except (OSError, AttributeError): pass
+
+def _start_proc_worker(*args) -> None:
+    global _PROC_WORKER
+    _die_with_parent()
+    _PROC_WORKER = RayWorker(*args)
+
+def _proc_run(run_one, unit, key, timeout, fields) -> dict: return _PROC_WORKER.run(run_one, unit, key, timeout, fields)
+
+def _proc_stop() -> None:
+    if _PROC_WORKER is not None: _PROC_WORKER.stop()
+
+# %% ../nbs/03_runs.ipynb #b0226218
+def _processes(todo, run_one, key, fields, ctx, record):
+    "One process per worker; this process hands out the units and collects the lines (see above)."
+    import concurrent.futures as cf, multiprocessing as mp
+    spawn = mp.get_context("spawn")
+    def new(i): return cf.ProcessPoolExecutor(1, mp_context=spawn, initializer=_start_proc_worker, initargs=(
+        i, str(ctx["out"]), str(ctx["tmp"] / f"proc-{i}-{uuid.uuid4().hex[:6]}"), ctx["headless"], ctx["options"], i,
+        ctx["keep_browsers"], ctx["miniweb"], ctx["ports"][i]))
+    pools, pending, it = [], {}, iter(todo)
+    def submit(i):
+        u = next(it, None)
+        if u is not None: pending[pools[i].submit(_proc_run, run_one, u, key(u), ctx["timeout"], fields)] = (i, u)
+    try:
+        for i in range(min(len(ctx["ports"]), len(todo))): pools.append(new(i)); submit(i)
+        while pending:
+            done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+            for f in done:
+                i, u = pending.pop(f)
+                try: res = f.result()
+                except Exception as e:          # noqa: BLE001  the worker process died, or the unit would not pickle
+                    res = unit_line({"cause": f"worker process: {describe(e)}"}, key(u), u, fields, i, time.time())
+                    if isinstance(e, cf.process.BrokenProcessPool):
+                        pools[i].shutdown(wait=False, cancel_futures=True); pools[i] = new(i)
+                record(res)
+                submit(i)
+    finally:
+        for p in pools:
+            try: p.submit(_proc_stop).result(timeout=config.SERVER_START_TIMEOUT_S)
+            except Exception: pass              # noqa: BLE001  a dead worker has nothing to stop
+            p.shutdown(wait=True, cancel_futures=True)
+
 # %% ../nbs/03_runs.ipynb #07b5c3be
 def ready_out(out) -> Path:
     "`out` as a folder this process can write runs into (made when missing); RunRefused in one line when it cannot be."
@@ -387,7 +438,7 @@ def still_there(out: Path) -> None:
     if not (out / "manifest.json").is_file(): raise OutRemoved(f"--out {out} was removed during the run: stopped")
 
 # %% ../nbs/03_runs.ipynb #517a4477
-BACKENDS = ("local", "ray")
+BACKENDS = ("local", "processes", "ray")
 
 def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], fields=None, workers=None,
               ports=None, timeout=None, backend="local", ray_address=None, shard=None, limit=0, headless=True,
@@ -427,7 +478,9 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
         ctx = dict(out=out, tmp=tmp, ports=ports, headless=headless, options=options or {}, timeout=timeout,
                    ray_address=ray_address, keep_browsers=keep_browsers, miniweb=miniweb)
         try:
+            if backend == "processes" and getattr(run_one, "__module__", None) == "__main__": backend = "local"   # see above
             if todo and backend == "local": run_sync(_local(todo, run_one, key, fields, ctx, record))
+            elif todo and backend == "processes": _processes(todo, run_one, key, fields, ctx, record)
             elif todo: _ray(todo, run_one, key, fields, ctx, record)
         finally:
             bar.close()
