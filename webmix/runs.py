@@ -118,15 +118,18 @@ def unit_line(res, key, unit, fields, worker_index, t0, pid=None, host=HOST) -> 
     return line
 
 # %% ../nbs/03_runs.ipynb #368caa23
-GC_THAW_EVERY = 100       # units between two full collections of what freeze_survivors set aside
-_units_frozen = 0
+GC_THAW_EVERY = 100       # units between two looks at what freeze_survivors set aside
+_units_frozen, _frozen_after_thaw = 0, 0
 
 def freeze_survivors() -> None:
-    "Set what is alive now (between units) aside from the collector, and every GC_THAW_EVERY units collect it all (see above)."
-    global _units_frozen
+    """Set what is alive now (between units) aside from the collector; every GC_THAW_EVERY units, once that has
+    doubled since the last full collection, collect it all (see above)."""
+    global _units_frozen, _frozen_after_thaw
     _units_frozen += 1
-    if _units_frozen % GC_THAW_EVERY == 0: gc.unfreeze(); gc.collect()
+    thaw = _units_frozen % GC_THAW_EVERY == 0 and gc.get_freeze_count() >= 2 * _frozen_after_thaw
+    if thaw: gc.unfreeze(); gc.collect()
     gc.freeze()
+    if thaw: _frozen_after_thaw = gc.get_freeze_count()
 
 # %% ../nbs/03_runs.ipynb #1b90491e
 async def guarded(run_one, unit, key: str, worker: Worker, timeout=None, fields=None) -> dict:
