@@ -30,24 +30,31 @@ from pathlib import Path
 
 MARK = "@@before_after "      # the child's one line of JSON on stdout
 
-# The child process: `python -c CHILD mode root spec`. It imports webmix from `root` only, then either describes that
-# tree (probe: where webmix and a server's webmix come from, the site's tasks) or does one datagen run (run).
-CHILD = r'''
-import json, subprocess, sys, time
+# Every child's start (`python -c PREAMBLE+... mode root spec`): webmix imported from `root` only, its data folder
+# `root`/data, browser-use's offline settings, and first_of for module paths that moved between trees.
+PREAMBLE = r'''
+import importlib, json, os, subprocess, sys, time
 from pathlib import Path
 mode, root, spec = sys.argv[1], Path(sys.argv[2]).resolve(), json.loads(sys.argv[3])
+os.environ.pop("WEBMIX_DATA", None)           # data_dir(): ./data of the cwd, this tree's
 sys.meta_path[:] = [f for f in sys.meta_path if not (getattr(f, "__module__", "") or "").startswith("__editable__")]
 sys.path.insert(0, str(root))
 import webmix
 if root not in Path(webmix.__file__).resolve().parents:
     sys.exit(f"webmix imported from {webmix.__file__}, not from {root}")
-import importlib
+from webmix import config
+config.setup_env()                            # browser-use's offline settings before it is imported, as the CLI
 def first_of(*names):                         # a tree before the package's wings has flat modules (webmix.tasks, ...)
     for n in names:
         try: return importlib.import_module(n)
         except ImportError: pass
     raise ImportError(names)
 out = {"file": webmix.__file__}
+'''
+
+# This script's child: either describes its tree (probe: where webmix and a server's webmix come from, the sites'
+# tasks) or does one datagen run (run).
+CHILD = PREAMBLE + r'''
 if mode == "probe":
     all_tasks = first_of("webmix.data.tasks", "webmix.tasks").all_tasks
     # a MiniWeb server is started as `python -c` with this process's env and cwd: the same import, checked here

@@ -29,31 +29,13 @@ import argparse, json, statistics, sys, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from before_after import check_imports, child, drop_worktree, read_results, saved, sides_header, two_sides  # noqa: E402
+from before_after import PREAMBLE, check_imports, child, drop_worktree, read_results, saved, sides_header, two_sides  # noqa: E402
 
-CHILD = r'''
-import json, os, subprocess, sys, time
-from pathlib import Path
-mode, root, spec = sys.argv[1], Path(sys.argv[2]).resolve(), json.loads(sys.argv[3])
-os.environ.pop("WEBMIX_DATA", None)           # data_dir(): ./data of the cwd, this tree's
-sys.meta_path[:] = [f for f in sys.meta_path if not (getattr(f, "__module__", "") or "").startswith("__editable__")]
-sys.path.insert(0, str(root))
-import webmix
-if root not in Path(webmix.__file__).resolve().parents:
-    sys.exit(f"webmix imported from {webmix.__file__}, not from {root}")
-from webmix import config
-config.setup_env()
-import importlib
-def first_of(*names):                         # a tree before the package's wings has flat modules (webmix.harness, ...)
-    for n in names:
-        try: return importlib.import_module(n)
-        except ImportError: pass
-    raise ImportError(names)
+CHILD = PREAMBLE + r'''
 first_of("webmix.agents.harness", "webmix.harness")
 free_ports = first_of("webmix.world.servers", "webmix.world.miniweb", "webmix.miniweb").free_ports
 human_tasks = first_of("webmix.eval.evaluate", "webmix.evaluate").human_tasks
 tid = lambda t: t["task_id"] if isinstance(t, dict) else t.task_id
-out = {"file": webmix.__file__}
 if mode == "probe":
     srv = subprocess.run([sys.executable, "-c", "import webmix; print(webmix.__file__)"], capture_output=True, text=True)
     out.update(server_file=srv.stdout.strip() or srv.stderr.strip()[-300:], test_tasks=[tid(t) for t in human_tasks("test")],

@@ -26,29 +26,12 @@ from itertools import zip_longest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from before_after import (check_imports, child, drop_worktree, read_results, saved, sides_header,  # noqa: E402
+from before_after import (PREAMBLE, check_imports, child, drop_worktree, read_results, saved, sides_header,  # noqa: E402
                           two_sides)
 
 # The child: `python -c CHILD mode root spec` (run by before_after.child, whose MARK line it prints). probe: describe
 # the tree; run: the main job's evaluation on this tree's stand-in.
-CHILD = r'''
-import json, os, subprocess, sys, time
-from pathlib import Path
-mode, root, spec = sys.argv[1], Path(sys.argv[2]).resolve(), json.loads(sys.argv[3])
-os.environ.pop("WEBMIX_DATA", None)           # data_dir(): ./data of the cwd, this tree's
-sys.meta_path[:] = [f for f in sys.meta_path if not (getattr(f, "__module__", "") or "").startswith("__editable__")]
-sys.path.insert(0, str(root))
-import webmix
-if root not in Path(webmix.__file__).resolve().parents:
-    sys.exit(f"webmix imported from {webmix.__file__}, not from {root}")
-from webmix import config
-config.setup_env()                            # browser-use's offline settings before it is imported, as the CLI
-import importlib
-def first_of(*names):                         # a side before the package's wings has flat modules (webmix.harness, ...)
-    for n in names:
-        try: return importlib.import_module(n)
-        except ImportError: pass
-    raise ImportError(names)
+CHILD = PREAMBLE + r'''
 first_of("webmix.agents.harness", "webmix.harness")    # before browser_use, as the CLI's modules import it
 MAIN_ARMS = getattr(first_of("webmix.job", "webmix.cli"), "MAIN_ARMS")
 parser = first_of("webmix.cli").parser
