@@ -26,4 +26,4 @@ def datagen_layout(folder: Path) -> dict:
     traj = json.loads((folder / "trajectory.json").read_text())
     steps = sorted({k for s in traj["steps"] for k in s} - {"event", "to"})
     return {"files": sorted(p.name for p in folder.iterdir() if not p.name.startswith("step_")), "keys": sorted(traj),
-            "step_keys": steps, "screenshots": sorted({tuple(png_size(p)) for p in folder.glob("step_*.png")})}
+            "step_keys": steps, "screenshots": [list(s) for s in sorted({tuple(png_size(p)) for p in folder.glob("step_*.png")})]}
