@@ -1342,6 +1342,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                              'webmix.runs._Progress.update': ('runs.html#_progress.update', 'webmix/runs.py'),
                              'webmix.runs._die_with_parent': ('runs.html#_die_with_parent', 'webmix/runs.py'),
                              'webmix.runs._end': ('runs.html#_end', 'webmix/runs.py'),
+                             'webmix.runs._found_by_name': ('runs.html#_found_by_name', 'webmix/runs.py'),
                              'webmix.runs._kept_browser': ('runs.html#_kept_browser', 'webmix/runs.py'),
                              'webmix.runs._local': ('runs.html#_local', 'webmix/runs.py'),
                              'webmix.runs._proc_run': ('runs.html#_proc_run', 'webmix/runs.py'),

@@ -376,6 +376,14 @@ def _die_with_parent() -> None:
     try: ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
     except (OSError, AttributeError): pass
 
+def _found_by_name(*objs) -> bool:
+    "Whether `objs` pickle, and by names another process can import (a function of `__main__`, a lambda cannot)."
+    import pickle
+    if any(getattr(o, "__module__", None) == "__main__" for o in objs if callable(o)): return False
+    try: pickle.dumps(objs)
+    except Exception: return False             # noqa: BLE001  a lambda, a local function, an open file ...
+    return True
+
 def _start_proc_worker(*args) -> None:
     global _PROC_WORKER
     _die_with_parent()
@@ -481,7 +489,7 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
         ctx = dict(out=out, tmp=tmp, ports=ports, headless=headless, options=options or {}, timeout=timeout,
                    ray_address=ray_address, keep_browsers=keep_browsers, miniweb=miniweb)
         try:
-            if backend == "processes" and getattr(run_one, "__module__", None) == "__main__": backend = "local"   # see above
+            if backend == "processes" and not _found_by_name(run_one, fields, options): backend = "local"   # see above
             if todo and backend == "local": run_sync(_local(todo, run_one, key, fields, ctx, record))
             elif todo and backend == "processes": _processes(todo, run_one, key, fields, ctx, record)
             elif todo: _ray(todo, run_one, key, fields, ctx, record)
