@@ -29,6 +29,10 @@ class MainOptions:
     headful: bool = option(False, "show the browser windows")
     sites_dir: str | None = option(None, "a folder of your own site specs, served beside the embedded sites")
 
+    def engine(self) -> dict:
+        "The run engine's keywords of the job's three runs: its workers on the command line's default backend."
+        return dict(workers=self.workers, backend=DEFAULT_BACKEND, ports=list(self.ports), headless=not self.headful)
+
 # %% ../nbs/91_job.ipynb #e989b21c
 CONTROL_IDS_JS = "JSON.stringify([...new Set([...document.querySelectorAll('[data-control-id]')].map(e => e.dataset.controlId))])"
 
@@ -84,8 +88,7 @@ def build_pool(data, o: MainOptions):
         sites = [s for s in o.pool_sites if s in site_split()["train"]]
         if not sites: raise SystemExit(f"--pool-sites: none of {list(o.pool_sites)} is a training site ({site_split()['train']})")
         print(f"pool: one task per control and macro on {', '.join(sites)} into {run} ...", flush=True)
-        run_datagen(run, sites=sites, per_control=1, seed=o.seed, workers=o.workers, backend=DEFAULT_BACKEND, ports=list(o.ports),
-                    limit=o.pool_tasks, headless=not o.headful)
+        run_datagen(run, sites=sites, per_control=1, seed=o.seed, limit=o.pool_tasks, **o.engine())
         ids = write_pool(run, pool, split="train")
         print(f"pool: {len(ids)} kept trajectories -> {pool}", flush=True)
     print("\n" + pool_summary(run) + "\n", flush=True)
@@ -115,8 +118,7 @@ def main_evaluation(data, o: MainOptions):
           f"stand-in policy (a simulator, not a model; premature dones at {o.eval_premature:g}) ...", flush=True)
     with serve_policy(port=0, faults={"premature": o.eval_premature}, seed=o.seed) as srv:
         for arm, kw in MAIN_ARMS.items():
-            run_evaluate(tasks, root / arm, arm=arm, vllm=srv.base_url, workers=o.workers, backend=DEFAULT_BACKEND, ports=list(o.ports),
-                         headless=not o.headful, **kw)
+            run_evaluate(tasks, root / arm, arm=arm, vllm=srv.base_url, **o.engine(), **kw)
     table = success_table(pd.concat([load_results(root / arm) for arm in MAIN_ARMS]))
     print(f"\nsuccess by arm and family on the scripted stand-in policy (episodes in {root}/<arm>):\n{table.to_string()}", flush=True)
     return table
@@ -137,8 +139,8 @@ def run_main(o: MainOptions) -> int:
     data = data_dir()
     run, pool = build_pool(data, o)
     out = data / "rows" / "planner" / "main"
-    summary = run_plan_data(out=out, chains=o.chains, pool=pool, runs=[run], seed=o.seed, workers=o.workers, backend=DEFAULT_BACKEND,
-                            ports=list(o.ports), headless=not o.headful).attrs["summary"]
+    summary = run_plan_data(out=out, chains=o.chains, pool=pool, runs=[run], seed=o.seed,
+                            **o.engine()).attrs["summary"]
     print(f"\nplanner rows: {summary['ok']} of {summary['chains']} chains kept this run, in {out}/<chain id>/rows.jsonl "
           f"(with episode.json and step_*.png); all results in {out}/results.jsonl\n" + ROWS_HOWTO.format(out=out), flush=True)
     if o.eval_tasks: main_evaluation(data, o)

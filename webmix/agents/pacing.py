@@ -149,6 +149,8 @@ async def settled_navigation(bs, wait: float) -> None:
     await net.quiet(t, until, track_from=t - NAV_LEAD_S)
 
 # %% ../../nbs/agents/02b_pacing.ipynb #bb977377
+_PAUSED = {**CLICK_PAUSES, **TYPING_PAUSES, **NAV_PAUSES}      # every sleep asks: one lookup
+
 class _PacedAsyncio:
     "asyncio as a browser-use module sees it, whose sleep skips or settles the paused lines above, for sessions with settled clicks."
     def __getattr__(self, name): return getattr(asyncio, name)
@@ -156,7 +158,7 @@ class _PacedAsyncio:
     def sleep(self, delay, *args, **kwargs):
         frame = sys._getframe(1)
         where = (os.path.basename(frame.f_code.co_filename), frame.f_code.co_name, frame.f_lineno)
-        if where in CLICK_PAUSES or where in TYPING_PAUSES or where in NAV_PAUSES:
+        if where in _PAUSED:
             bs = _session_of(frame)
             if getattr(bs, "_webmix_settled_clicks", False):
                 if where in NAV_PAUSES: return settled_navigation(bs, delay)
