@@ -11,6 +11,11 @@ Parts (`--parts`, both by default):
   task of them, `--workers` workers; not timed), then runs `run_plan_data` on that pool: `--chains` chains (seed
   `--seed`, sizes 2 to 4) with `--workers` workers. Chains a minute = chains / the span from the first chain's start
   to the last one's end (result lines' `t` and `duration_s`); also kept and the run's wall time.
+- phases: one datagen unit's wall time in three parts, `--unit-tasks` datagen tasks of `--pool-sites` both sides have
+  (a seeded draw), one worker in the run's own process on both sides (the marks need one timeline): set-up, from the
+  unit's start to browser-use's `Agent.run` (its folder, the browser made ready, the start page); steps, `Agent.run`;
+  gate, from there to the unit's end (the backend's evidence, the gate, the files written and moved into place).
+  Medians in ms; the part's figure is units a minute at the median unit time.
 - evaluate: the first `--tasks` human-style test tasks both sides have (by task_id, sorted), on each arm of the main
   job (`base`, and `oracle` with its adapters and gate_done) against that side's scripted stand-in policy
   (`serve_policy(port=0, faults={"premature": 0}, seed)`), `--workers` workers, headless. Episodes a minute = episodes
@@ -18,14 +23,15 @@ Parts (`--parts`, both by default):
 
 The sides run before, after, before, after ... for `--rounds` rounds; the ratio is after / before of the means.
 
-    python benchmarks/speed.py [--before 643f242] [--parts plan_data,evaluate] [--chains 40] [--tasks 12]
+    python benchmarks/speed.py [--before 643f242] [--parts plan_data,evaluate,phases] [--chains 40] [--tasks 12]
+                               [--unit-tasks 12]
                                [--workers 2] [--rounds 1] [--seed 0] [--pool-sites shop,kanban] [--backend processes]
                                [--json out.json] [--keep DIR]
 
 Each side runs its units as its command line does by default: the before side in its own process (the only backend
 643f242 has), the after side on `--backend` (default `processes`, the command line's default now).
 """
-import argparse, json, statistics, sys, time
+import argparse, json, random, statistics, sys, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,8 +44,35 @@ human_tasks = first_of("webmix.eval.evaluate", "webmix.evaluate").human_tasks
 tid = lambda t: t["task_id"] if isinstance(t, dict) else t.task_id
 if mode == "probe":
     srv = subprocess.run([sys.executable, "-c", "import webmix; print(webmix.__file__)"], capture_output=True, text=True)
+    all_tasks = first_of("webmix.data.tasks", "webmix.tasks").all_tasks
     out.update(server_file=srv.stdout.strip() or srv.stderr.strip()[-300:], test_tasks=[tid(t) for t in human_tasks("test")],
+               datagen_tasks=[t["task_id"] for t in all_tasks(sites=spec["sites"])],
                arms=getattr(first_of("webmix.job", "webmix.cli"), "MAIN_ARMS"))
+elif mode == "phases":
+    # one datagen unit's wall time in three parts: set-up (from the unit's start to the agent's run: its folder, the
+    # browser made ready, the start page), steps (browser-use's Agent.run) and gate (the backend's evidence, the gate,
+    # the files written and moved into place); one worker in this process, so the marks follow one another
+    D = first_of("webmix.data.datagen", "webmix.datagen")
+    from browser_use.agent.service import Agent
+    all_tasks = first_of("webmix.data.tasks", "webmix.tasks").all_tasks
+    tasks = {t["task_id"]: t for t in all_tasks(sites=spec["sites"])}
+    missing = [t for t in spec["task_ids"] if t not in tasks]
+    if missing: sys.exit(f"tasks {missing} are not in this tree")
+    marks, run_task, agent_run = [], D.run_task, Agent.run
+    async def timed_task(task, worker):
+        marks.append(["unit", task["task_id"], time.perf_counter(), None, None])
+        try: return await run_task(task, worker)
+        finally: marks[-1][4] = time.perf_counter()
+    async def timed_run(self, *a, **k):
+        if marks[-1][3] is None: marks[-1][3] = [time.perf_counter(), None]
+        try: return await agent_run(self, *a, **k)
+        finally: marks[-1][3][1] = time.perf_counter()
+    D.run_task, Agent.run = timed_task, timed_run
+    engine = {"backend": spec["backend"]} if spec.get("backend") else {}
+    D.run_datagen(spec["out"], tasks=[tasks[t] for t in spec["task_ids"]], workers=1, ports=free_ports(1), progress=False,
+                  **engine)
+    out["phases"] = {tid: {"setup_s": run[0] - t0, "steps_s": run[1] - run[0], "gate_s": t1 - run[1]}
+                     for _, tid, t0, run, t1 in marks if run and run[1]}
 elif mode == "pool":
     run_datagen = first_of("webmix.data.datagen", "webmix.datagen").run_datagen
     t0 = time.perf_counter()
@@ -79,9 +112,10 @@ def span_per_min(res: dict) -> float:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", default="643f242", help="the older commit (any git ref)")
-    ap.add_argument("--parts", default="plan_data,evaluate")
+    ap.add_argument("--parts", default="plan_data,evaluate,phases")
     ap.add_argument("--chains", type=int, default=40)
     ap.add_argument("--tasks", type=int, default=12, help="human-style test tasks of the evaluate part")
+    ap.add_argument("--unit-tasks", type=int, default=12, help="datagen tasks of the phases part (of --pool-sites)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--backend", default="processes", help="the after side's run_units backend (the command line's default)")
@@ -95,7 +129,8 @@ def main(argv=None):
     after, commit, dirty, tmp, root, before = two_sides(args.before, args.keep, "speed-")
     trees = {"before": before, "after": after}
     try:
-        probe = {s: child("probe", tree, {}, root / f"probe-{s}.log", CHILD) for s, tree in trees.items()}
+        probe = {s: child("probe", tree, {"sites": args.pool_sites.split(",")}, root / f"probe-{s}.log", CHILD)
+                 for s, tree in trees.items()}
         check_imports(probe, trees)
         print(f"before: {args.before} = {commit}, webmix from {probe['before']['file']}\n"
               f"after:  working tree{f' ({len(dirty)} changed files)' if dirty else ''}, webmix from {probe['after']['file']}\n"
@@ -146,12 +181,43 @@ def main(argv=None):
                     runs.append(row)
                     okt = " ".join(f"{a}:{k}/{len(both)}" for a, k in ok.items())
                     print(f"{s:<7} {rnd:>5} {okt:>16} {row['per_min']:>13.2f} {row['wall_s']:>7.1f}", flush=True)
+        if "phases" in parts:
+            both = sorted(set(probe["before"]["datagen_tasks"]) & set(probe["after"]["datagen_tasks"]))
+            ids = random.Random(args.seed).sample(both, min(args.unit_tasks, len(both)))
+            summary["phase_tasks"] = ids
+            print(f"\none datagen unit's parts, {len(ids)} tasks of {args.pool_sites}, 1 worker in the run's process, "
+                  f"medians in ms\n{'side':<7} {'round':>5} {'kept':>7} {'set-up':>8} {'steps':>8} {'gate':>8} {'unit':>8}")
+            for rnd in range(1, args.rounds + 1):
+                for s, tree in trees.items():
+                    out = root / f"phases-{s}-r{rnd}"
+                    got = child("phases", tree, {"out": str(out), "sites": args.pool_sites.split(","), "task_ids": ids,
+                                                 "backend": "local" if s == "after" else None},
+                                root / f"phases-{s}-r{rnd}.log", CHILD)
+                    ph = got["phases"]
+                    med = {k: round(1000 * statistics.median(p[k] for p in ph.values()), 1)
+                           for k in ("setup_s", "steps_s", "gate_s")}
+                    unit = round(1000 * statistics.median(sum(p.values()) for p in ph.values()), 1)
+                    res = read_results(out)
+                    row = {"part": "phases", "side": s, "round": rnd, "kept": sum(bool(r["ok"]) for r in res.values()),
+                           "total": len(res), "median_ms": {**med, "unit": unit}, "per_min": round(60000 / unit, 2)}
+                    runs.append(row)
+                    print(f"{s:<7} {rnd:>5} {row['kept']:>3}/{row['total']:<3} {med['setup_s']:>8.1f} {med['steps_s']:>8.1f} "
+                          f"{med['gate_s']:>8.1f} {unit:>8.1f}", flush=True)
         ratios = {}
         for part in parts:
             mean = {s: statistics.mean(r["per_min"] for r in runs if r["part"] == part and r["side"] == s) for s in trees}
             ratios[part] = {**{s: round(v, 2) for s, v in mean.items()}, "ratio": round(mean["after"] / mean["before"], 3)}
         print("\n" + "\n".join(f"{p}: before {v['before']:.2f}/min, after {v['after']:.2f}/min, after/before {v['ratio']}x"
                                for p, v in ratios.items()))
+        if "phases" in parts:
+            for k in ("setup_s", "steps_s", "gate_s", "unit"):
+                mean = {s: statistics.mean(r["median_ms"][k] for r in runs if r["part"] == "phases" and r["side"] == s)
+                        for s in trees}
+                ratios["phases"][k] = {"before_ms": round(mean["before"], 1), "after_ms": round(mean["after"], 1),
+                                       "before/after": round(mean["before"] / mean["after"], 3)}
+            print("phases (median ms, before -> after): " + ", ".join(
+                f"{k.removesuffix('_s')} {v['before_ms']:.0f} -> {v['after_ms']:.0f}" for k, v in ratios["phases"].items()
+                if isinstance(v, dict) and "before_ms" in v))
         if "evaluate" in parts:
             last = {s: next(r for r in reversed(runs) if r["part"] == "evaluate" and r["side"] == s) for s in trees}
             same = last["before"]["ok_by_task"] == last["after"]["ok_by_task"]

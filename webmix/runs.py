@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['HOST', 'GC_THAW_EVERY', 'BACKENDS', 'mkdir_below', 'Worker', 'WorkerServer', 'describe', 'settle', 'unit_line',
            'freeze_survivors', 'guarded', 'Run', 'summary_line', 'stale_tmp', 'finished_keys', 'plan_units', 'run_sync',
-           'RayWorker', 'RayUnreachable', 'ray_init', 'ready_out', 'OutRemoved', 'still_there', 'run_units',
+           'WorkerBody', 'RayUnreachable', 'ray_init', 'ready_out', 'OutRemoved', 'still_there', 'run_units',
            'fetch_title']
 
 # %% ../nbs/03_runs.ipynb #5e27602e
@@ -309,8 +309,8 @@ async def _local(todo, run_one, key, fields, ctx, record):
             if s is not None: s.stop()
 
 # %% ../nbs/03_runs.ipynb #344b049b
-class RayWorker:
-    "The body of a Ray actor: a worker with its own MiniWeb server and event loop."
+class WorkerBody:
+    "A worker apart from this process (a Ray actor, a worker process): its own MiniWeb server, kept browser, event loop."
     def __init__(self, index, out, tmp, headless, options, cpu=0, keep_browsers=True, miniweb=True, port=None):
         config.setup_env()
         self.index, self.out, self.tmp, self.headless, self.options = index, Path(out), Path(tmp), headless, options
@@ -327,6 +327,42 @@ class RayWorker:
         if self.kept is not None: self.loop.run_until_complete(self.kept.close())
         if self.server is not None: self.server.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+# %% ../nbs/03_runs.ipynb #3ac26732
+class _Remote:
+    "How `_hand_out` reaches one backend's workers: start, submit a unit, wait, read a line, replace, stop."
+    def __init__(self, run_one, key, fields, ctx):
+        self.run_one, self.key, self.fields, self.ctx = run_one, key, fields, ctx
+
+    def new(self, i): raise NotImplementedError                    # -> a started worker
+    def submit(self, w, unit): raise NotImplementedError           # -> a future of the unit's line
+    def wait(self, pending) -> list: raise NotImplementedError     # -> the futures done (at least one)
+    def result(self, f) -> dict: raise NotImplementedError         # the line, or the exception the worker's end gave
+    def cause(self, e) -> str: return describe(e)
+    def dead(self, e) -> bool: raise NotImplementedError           # whether `e` means the worker is gone
+    def replace(self, w, i): return self.new(i)
+    def stop(self, w): raise NotImplementedError
+
+# %% ../nbs/03_runs.ipynb #0d4edb8d
+def _hand_out(todo, fields, ctx, record, remote: _Remote):
+    "Run `todo` on workers apart from this process (see above), one unit each at a time; every line is recorded here."
+    workers, pending, it = [], {}, iter(todo)
+    def submit(i):
+        u = next(it, None)
+        if u is not None: pending[remote.submit(workers[i], u)] = (i, u)
+    try:
+        for i in range(min(len(ctx["ports"]), len(todo))): workers.append(remote.new(i)); submit(i)
+        while pending:
+            for f in remote.wait(list(pending)):
+                i, u = pending.pop(f)
+                try: res = remote.result(f)
+                except Exception as e:          # noqa: BLE001  the worker died, or the unit would not pickle
+                    res = unit_line({"cause": remote.cause(e)}, remote.key(u), u, fields, i, time.time(), pid=0, host="")
+                    if remote.dead(e): workers[i] = remote.replace(workers[i], i)
+                record(res)
+                submit(i)
+    finally:
+        for w in workers: remote.stop(w)
 
 # %% ../nbs/03_runs.ipynb #c5b1e501
 class RayUnreachable(RunRefused):
@@ -354,37 +390,38 @@ def ray_init(address=None, workers=config.DEFAULT_WORKERS):
     return ray
 
 # %% ../nbs/03_runs.ipynb #74d1b362
+class _RayWorkers(_Remote):
+    "One Ray actor per worker (see above)."
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.ray = ray_init(self.ctx["ray_address"], len(self.ctx["ports"]))
+        from ray.exceptions import RayActorError, RayTaskError
+        self.errors, self.gone = (RayActorError, RayTaskError), RayActorError
+        self.Actor = self.ray.remote(num_cpus=1, max_concurrency=1)(WorkerBody)
+
+    def new(self, i):
+        c = self.ctx
+        return self.Actor.remote(i, str(c["out"]), str(c["tmp"] / f"ray-{i}-{uuid.uuid4().hex[:6]}"), c["headless"],
+                                 c["options"], i, c["keep_browsers"], c["miniweb"])
+    def submit(self, w, u): return w.run.remote(self.run_one, u, self.key(u), self.ctx["timeout"], self.fields)
+    def wait(self, pending): return self.ray.wait(pending, num_returns=1)[0]
+    def result(self, f): return self.ray.get(f)
+    def cause(self, e):
+        if not isinstance(e, self.errors): return f"Ray worker: {describe(e)}"
+        return f"Ray worker: {short(str(getattr(e, 'cause', None) or e), 250)}"
+    def dead(self, e): return isinstance(e, self.gone)
+    def stop(self, w):
+        try: self.ray.get(w.stop.remote(), timeout=config.SERVER_START_TIMEOUT_S)    # a server stops in seconds
+        except Exception: pass           # noqa: BLE001  a dead actor has nothing to stop
+        self.ray.kill(w)
+
+# %% ../nbs/03_runs.ipynb #5f006ced
 def _ray(todo, run_one, key, fields, ctx, record):
     "One Ray actor per worker; this process collects the lines (see above)."
-    ray = ray_init(ctx["ray_address"], len(ctx["ports"]))
-    from ray.exceptions import RayActorError, RayTaskError
-    Actor = ray.remote(num_cpus=1, max_concurrency=1)(RayWorker)
-    def new(i): return Actor.remote(i, str(ctx["out"]), str(ctx["tmp"] / f"ray-{i}-{uuid.uuid4().hex[:6]}"),
-                                    ctx["headless"], ctx["options"], i, ctx["keep_browsers"], ctx["miniweb"])
-    actors, pending, it = [], {}, iter(todo)
-    def submit(i):
-        u = next(it, None)
-        if u is not None: pending[actors[i].run.remote(run_one, u, key(u), ctx["timeout"], fields)] = (i, u)
-    try:
-        for i in range(min(len(ctx["ports"]), len(todo))): actors.append(new(i)); submit(i)
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            i, u = pending.pop(ready[0])
-            try: res = ray.get(ready[0])
-            except (RayActorError, RayTaskError) as e:
-                res = unit_line({"cause": f"Ray worker: {short(str(getattr(e, 'cause', None) or e), 250)}"},
-                                key(u), u, fields, i, time.time(), pid=0, host="")
-                if isinstance(e, RayActorError): actors[i] = new(i)
-            record(res)
-            submit(i)
-    finally:
-        for a in actors:
-            try: ray.get(a.stop.remote(), timeout=config.SERVER_START_TIMEOUT_S)    # a server stops in seconds
-            except Exception: pass           # noqa: BLE001  a dead actor has nothing to stop
-            ray.kill(a)
+    _hand_out(todo, fields, ctx, record, _RayWorkers(run_one, key, fields, ctx))
 
 # %% ../nbs/03_runs.ipynb #abdc039f
-_PROC_WORKER = None          # in a worker process of the processes backend: its RayWorker
+_PROC_WORKER = None          # in a worker process of the processes backend: its WorkerBody
 
 def _die_with_parent() -> None:
     "Have the kernel kill this process when the process that started it ends (Linux; elsewhere a no-op)."
@@ -404,7 +441,7 @@ def _found_by_name(*objs) -> bool:
 def _start_proc_worker(*args) -> None:
     global _PROC_WORKER
     _die_with_parent()
-    _PROC_WORKER = RayWorker(*args)
+    _PROC_WORKER = WorkerBody(*args)
 
 def _proc_run(run_one, unit, key, timeout, fields) -> dict: return _PROC_WORKER.run(run_one, unit, key, timeout, fields)
 
@@ -412,35 +449,35 @@ def _proc_stop() -> None:
     if _PROC_WORKER is not None: _PROC_WORKER.stop()
 
 # %% ../nbs/03_runs.ipynb #b0226218
+class _ProcessWorkers(_Remote):
+    "One process per worker (see above), each a process pool of one."
+    def new(self, i):
+        import concurrent.futures as cf, multiprocessing as mp
+        c = self.ctx
+        return cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=_start_proc_worker, initargs=(
+            i, str(c["out"]), str(c["tmp"] / f"proc-{i}-{uuid.uuid4().hex[:6]}"), c["headless"], c["options"], i,
+            c["keep_browsers"], c["miniweb"], c["ports"][i]))
+    def submit(self, w, u): return w.submit(_proc_run, self.run_one, u, self.key(u), self.ctx["timeout"], self.fields)
+    def wait(self, pending):
+        import concurrent.futures as cf
+        return cf.wait(pending, return_when=cf.FIRST_COMPLETED)[0]
+    def result(self, f): return f.result()
+    def cause(self, e): return f"worker process: {describe(e)}"
+    def dead(self, e):
+        from concurrent.futures.process import BrokenProcessPool
+        return isinstance(e, BrokenProcessPool)
+    def replace(self, w, i):
+        w.shutdown(wait=False, cancel_futures=True)
+        return self.new(i)
+    def stop(self, w):
+        try: w.submit(_proc_stop).result(timeout=config.SERVER_START_TIMEOUT_S)
+        except Exception: pass              # noqa: BLE001  a dead worker has nothing to stop
+        w.shutdown(wait=True, cancel_futures=True)
+
+# %% ../nbs/03_runs.ipynb #d43004fe
 def _processes(todo, run_one, key, fields, ctx, record):
     "One process per worker; this process hands out the units and collects the lines (see above)."
-    import concurrent.futures as cf, multiprocessing as mp
-    spawn = mp.get_context("spawn")
-    def new(i): return cf.ProcessPoolExecutor(1, mp_context=spawn, initializer=_start_proc_worker, initargs=(
-        i, str(ctx["out"]), str(ctx["tmp"] / f"proc-{i}-{uuid.uuid4().hex[:6]}"), ctx["headless"], ctx["options"], i,
-        ctx["keep_browsers"], ctx["miniweb"], ctx["ports"][i]))
-    pools, pending, it = [], {}, iter(todo)
-    def submit(i):
-        u = next(it, None)
-        if u is not None: pending[pools[i].submit(_proc_run, run_one, u, key(u), ctx["timeout"], fields)] = (i, u)
-    try:
-        for i in range(min(len(ctx["ports"]), len(todo))): pools.append(new(i)); submit(i)
-        while pending:
-            done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
-            for f in done:
-                i, u = pending.pop(f)
-                try: res = f.result()
-                except Exception as e:          # noqa: BLE001  the worker process died, or the unit would not pickle
-                    res = unit_line({"cause": f"worker process: {describe(e)}"}, key(u), u, fields, i, time.time())
-                    if isinstance(e, cf.process.BrokenProcessPool):
-                        pools[i].shutdown(wait=False, cancel_futures=True); pools[i] = new(i)
-                record(res)
-                submit(i)
-    finally:
-        for p in pools:
-            try: p.submit(_proc_stop).result(timeout=config.SERVER_START_TIMEOUT_S)
-            except Exception: pass              # noqa: BLE001  a dead worker has nothing to stop
-            p.shutdown(wait=True, cancel_futures=True)
+    _hand_out(todo, fields, ctx, record, _ProcessWorkers(run_one, key, fields, ctx))
 
 # %% ../nbs/03_runs.ipynb #07b5c3be
 def ready_out(out) -> Path:

@@ -6,7 +6,7 @@
 # %% auto #0
 __all__ = ['KEEP_UNITS', 'CHAT_FAILURES', 'AGENT_KWARGS', 'has_screenshot', 'screenshot_png', 'with_screenshot', 'fresh_state',
            'do_not_keep', 'run_within', 'clear_clipboard', 'KeptBrowser', 'browser', 'ScriptedChat', 'chat_failure',
-           'stopped_on_failure', 'make_llm', 'drop_agent_folders', 'instruction']
+           'stopped_on_failure', 'make_llm', 'drop_agent_folders', 'prose_url', 'instruction']
 
 # %% ../../nbs/agents/02_harness.ipynb #d34689c6
 import asyncio, base64, inspect, json, shutil
@@ -294,6 +294,14 @@ def drop_agent_folders(*agents) -> None:
     for a in agents: shutil.rmtree(getattr(a, "agent_directory", "") or "/nonexistent", ignore_errors=True)
 
 # %% ../../nbs/agents/02_harness.ipynb #580d6236
+def prose_url(url: str) -> str:
+    "`url` as it can end a sentence: what prose would take for its full stop or bracket percent-encoded (see below)."
+    from browser_use.utils import sanitize_url_candidate
+    kept = sanitize_url_candidate(url)
+    if not url.startswith(kept): return url
+    return kept + "".join(f"%{b:02X}" for c in url[len(kept):] for b in c.encode())
+
+# %% ../../nbs/agents/02_harness.ipynb #481bb7a6
 def instruction(prompt: str, start: str) -> str:
     "The task text an agent gets: the prompt, then the page it starts on."
-    return f"{prompt.strip()}\nYou start on {start}"
+    return f"{prompt.strip()}\nYou start on {prose_url(start)}"
