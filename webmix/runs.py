@@ -58,11 +58,12 @@ class Worker:
         return d
 
     def _make(self, folder, root):
-        # the check before this mkdir races a removal of `out`: `mkdir_below` never makes `root`, so a removal in
-        # between shows here as a missing folder, and in a run that is OutRemoved
+        # outside a run (a notebook's Worker) every missing folder is made; in a run the check before this mkdir
+        # races a removal of `out`: `mkdir_below` never makes `root`, so a removal in between is OutRemoved here
+        if not self.guard_out: return Path(folder).mkdir(parents=True, exist_ok=True)
         try: mkdir_below(root, folder)
         except FileNotFoundError:
-            if self.guard_out: still_there(Path(self.out))
+            still_there(Path(self.out))
             raise
 
     def place(self, staged, dest, *also_remove) -> Path:
