@@ -98,8 +98,10 @@ def test_a_killed_server_fails_its_unit_and_is_restarted(tmp_path):
 async def servers_listening(unit, worker):
     "What a unit sees of MiniWeb: its worker's base URL, and how many MiniWeb servers of this process tree listen."
     import psutil
-    me = psutil.Process()
-    kids = [p for p in me.children(recursive=True) if "webmix.world.miniweb" in " ".join(p.cmdline())]
+    def cmdline(p):                          # a child may end between the listing and this (a browser's helper)
+        try: return " ".join(p.cmdline())
+        except psutil.Error: return ""
+    kids = [p for p in psutil.Process().children(recursive=True) if "webmix.world.miniweb" in cmdline(p)]
     return {"ok": True, "base": worker.base, "servers": len(kids)}
 
 
