@@ -10,6 +10,7 @@ __all__ = ['HOST', 'GC_THAW_EVERY', 'BACKENDS', 'mkdir_below', 'Worker', 'Worker
 
 # %% ../nbs/03_runs.ipynb #5e27602e
 import asyncio, fcntl, gc, hashlib, json, os, platform, re, shutil, socket, subprocess, sys, time, traceback, uuid
+import concurrent.futures as cf
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,14 +55,14 @@ class Worker:
         if self.guard_out: still_there(Path(self.out))     # a run folder removed mid-run: no unit starts
         d = self.tmp / key
         shutil.rmtree(d, ignore_errors=True)
-        self._make(d, Path(self.out))
+        self._make(d)
         return d
 
-    def _make(self, folder, root):
+    def _make(self, folder):
         # outside a run (a notebook's Worker) every missing folder is made; in a run the check before this mkdir
-        # races a removal of `out`: `mkdir_below` never makes `root`, so a removal in between is OutRemoved here
+        # races a removal of `out`: `mkdir_below` never makes `out`, so a removal in between is OutRemoved here
         if not self.guard_out: return Path(folder).mkdir(parents=True, exist_ok=True)
-        try: mkdir_below(root, folder)
+        try: mkdir_below(self.out, folder)
         except FileNotFoundError:
             still_there(Path(self.out))
             raise
@@ -70,7 +71,7 @@ class Worker:
         "Move `staged` to `dest` (replacing it); folders in `also_remove` (the unit's other possible places) go."
         dest = Path(dest)
         if self.guard_out: still_there(Path(self.out))     # never re-create a run folder removed mid-run
-        self._make(dest.parent, Path(self.out))
+        self._make(dest.parent)
         old = self.tmp / f".old-{uuid.uuid4().hex[:8]}"
         for d in (dest, *map(Path, also_remove)):
             if d.exists(): os.replace(d, old); shutil.rmtree(old, ignore_errors=True)
@@ -268,8 +269,7 @@ def run_sync(coro):
     except RuntimeError: running = False
     else: running = True
     if not running: return asyncio.run(coro)           # outside the except: its tracebacks are the run's own, not this one's
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
+    with cf.ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
 
 # %% ../nbs/03_runs.ipynb #fbea81d6
 def _kept_browser(ctx):
@@ -453,20 +453,16 @@ def _proc_stop() -> None:
 class _ProcessWorkers(_Remote):
     "One process per worker (see above), each a process pool of one."
     def new(self, i):
-        import concurrent.futures as cf, multiprocessing as mp
+        import multiprocessing as mp
         c = self.ctx
         return cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"), initializer=_start_proc_worker, initargs=(
             i, str(c["out"]), str(c["tmp"] / f"proc-{i}-{uuid.uuid4().hex[:6]}"), c["headless"], c["options"], i,
             c["keep_browsers"], c["miniweb"], c["ports"][i]))
     def submit(self, w, u): return w.submit(_proc_run, self.run_one, u, self.key(u), self.ctx["timeout"], self.fields)
-    def wait(self, pending):
-        import concurrent.futures as cf
-        return cf.wait(pending, return_when=cf.FIRST_COMPLETED)[0]
+    def wait(self, pending): return cf.wait(pending, return_when=cf.FIRST_COMPLETED)[0]
     def result(self, f): return f.result()
     def cause(self, e): return f"worker process: {describe(e)}"
-    def dead(self, e):
-        from concurrent.futures.process import BrokenProcessPool
-        return isinstance(e, BrokenProcessPool)
+    def dead(self, e): return isinstance(e, cf.process.BrokenProcessPool)
     def replace(self, w, i):
         w.shutdown(wait=False, cancel_futures=True)
         return self.new(i)
