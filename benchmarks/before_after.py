@@ -73,9 +73,9 @@ print("@@before_after " + json.dumps(out), flush=True)
 '''
 
 
-def child(mode, root, spec, log, code=None):
-    "Run `code` (default: CHILD) in `root`'s tree; its stdout and stderr go to `log`. -> its JSON line."
-    env = {**os.environ, "PYTHONPATH": str(root)}
+def child(mode, root, spec, log, code=None, env=None):
+    "Run `code` (default: CHILD) in `root`'s tree, `env` added to its environment; its stdout and stderr go to `log`. -> its JSON line."
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(root)}
     with open(log, "w") as f:
         p = subprocess.run([sys.executable, "-c", code or CHILD, mode, str(root), json.dumps(spec)], cwd=root, env=env,
                            stdout=subprocess.PIPE, stderr=f, text=True)

@@ -1,12 +1,12 @@
-"""plan-data and evaluation before and after a change: chains a minute and episodes a minute on the same work, an
-older commit against the working tree, in turns (datagen's side of the same comparison is before_after.py).
+"""plan-data, evaluation, online runs and a datagen unit's parts before and after a change: chains a minute and episodes
+a minute on the same work, an older commit against the working tree, in turns (datagen's side of the same comparison is before_after.py).
 
 The older commit (`--before REF`, default 643f242) is checked out as a detached git worktree in a temp folder; the after
 side is the working tree this script belongs to (uncommitted changes included). Every run is a subprocess in its own
 tree (before_after.child: cwd and PYTHONPATH its tree, webmix's editable-install finder off sys.meta_path), and each
 side is first probed once (where its webmix and its MiniWeb servers' webmix come from, its human-style tasks).
 
-Parts (`--parts`, both by default):
+Parts (`--parts`, all four by default):
 - plan_data: each side makes its own pool with its own datagen on the main job's pool sites (`--pool-sites`, every
   task of them, `--workers` workers; not timed), then runs `run_plan_data` on that pool: `--chains` chains (seed
   `--seed`, sizes 2 to 4) with `--workers` workers. Chains a minute = chains / the span from the first chain's start
@@ -20,11 +20,19 @@ Parts (`--parts`, both by default):
   job (`base`, and `oracle` with its adapters and gate_done) against that side's scripted stand-in policy
   (`serve_policy(port=0, faults={"premature": 0}, seed)`), `--workers` workers, headless. Episodes a minute = episodes
   / wall time of the `run_evaluate` calls; also successes per arm (a scripted success must stay one).
+- online: held-out-style task files, `--online-tasks` human-style test tasks both sides have (seeded, in turn over
+  `--online-sites` test sites drawn first), every other one written in Online-Mind2Web's JSON list and the rest in
+  WebVoyager's JSON lines (task, start URL; each site a MiniWeb server on a port of its own, so each is a website of its
+  own to the run's per-website pacing), then `webmix online --arm base` on each file as its command line runs it (the
+  after side on `--backend`), against that side's scripted stand-in. Episodes a minute = episodes / wall time of the two
+  commands; also each episode's status (alike on both sides) and the actions the episodes took, a minute (the two
+  sides' stand-ins need not take the same actions: 643f242's ran code in the page, the after side's plays from the
+  prompt).
 
 The sides run before, after, before, after ... for `--rounds` rounds; the ratio is after / before of the means.
 
-    python benchmarks/speed.py [--before 643f242] [--parts plan_data,evaluate,phases] [--chains 40] [--tasks 12]
-                               [--unit-tasks 12]
+    python benchmarks/speed.py [--before 643f242] [--parts plan_data,evaluate,phases,online] [--chains 40] [--tasks 12]
+                               [--unit-tasks 12] [--online-tasks 12] [--online-sites 6]
                                [--workers 2] [--rounds 1] [--seed 0] [--pool-sites shop,kanban] [--backend processes]
                                [--json out.json] [--keep DIR]
 
@@ -46,6 +54,7 @@ if mode == "probe":
     srv = subprocess.run([sys.executable, "-c", "import webmix; print(webmix.__file__)"], capture_output=True, text=True)
     all_tasks = first_of("webmix.data.tasks", "webmix.tasks").all_tasks
     out.update(server_file=srv.stdout.strip() or srv.stderr.strip()[-300:], test_tasks=[tid(t) for t in human_tasks("test")],
+               test_sites={tid(t): (t["sites"] if isinstance(t, dict) else t.sites)[0] for t in human_tasks("test")},
                datagen_tasks=[t["task_id"] for t in all_tasks(sites=spec["sites"])],
                arms=getattr(first_of("webmix.job", "webmix.cli"), "MAIN_ARMS"))
 elif mode == "phases":
@@ -85,6 +94,39 @@ elif mode == "plan_data":
     run_plan_data(spec["out"], runs=[spec["pool"]], chains=spec["chains"], seed=spec["seed"], workers=spec["workers"],
                   ports=free_ports(spec["workers"]), progress=False, **engine)
     out["wall_s"] = round(time.perf_counter() - t0, 1)
+elif mode == "online":
+    # held-out-style task files: human-style test tasks written in Online-Mind2Web's and WebVoyager's published formats,
+    # each website a MiniWeb server of its own (its own origin, as the benchmarks' websites are), then `webmix online`
+    # on each file as a user runs it (the command line, its default backend), against the scripted stand-in
+    Servers = first_of("webmix.world.servers", "webmix.world.miniweb", "webmix.miniweb").Servers
+    serve_policy = first_of("webmix.eval.policy", "webmix.policy").serve_policy
+    cli = first_of("webmix.cli").main
+    by_id = {tid(t): t for t in human_tasks("test")}
+    missing = [t for t in spec["task_ids"] if t not in by_id]
+    if missing: sys.exit(f"tasks {missing} are not in this tree")
+    field = lambda t, k: t[k] if isinstance(t, dict) else getattr(t, k)
+    start = lambda t: t.get("starting_url", t.get("start_url")) if isinstance(t, dict) else t.starting_url   # renamed since
+    tasks = [by_id[t] for t in spec["task_ids"]]
+    sites = sorted({field(t, "sites")[0] for t in tasks})
+    run_dir = Path(spec["out"]); run_dir.mkdir(parents=True, exist_ok=True)
+    out["wall_s"], out["episodes"] = {}, {}
+    with Servers(ports=free_ports(len(sites))) as servers:
+        base = dict(zip(sites, servers.bases))
+        def website(t): return base[field(t, "sites")[0]] + start(t)
+        om2w = [{"task_id": tid(t), "confirmed_task": field(t, "instruction"), "website": website(t),
+                 "reference_length": len(field(t, "subtasks")), "level": "medium"} for t in tasks[0::2]]
+        voyager = [{"web_name": field(t, "sites")[0].capitalize(), "id": tid(t), "ques": field(t, "instruction"),
+                    "web": website(t)} for t in tasks[1::2]]
+        (run_dir / "om2w.json").write_text(json.dumps(om2w, indent=1))
+        (run_dir / "webvoyager.jsonl").write_text("".join(json.dumps(v) + "\n" for v in voyager))
+        with serve_policy(port=0, faults={"premature": 0.0}, seed=spec["seed"]) as srv:
+            for bench, f in (("om2w", "om2w.json"), ("webvoyager", "webvoyager.jsonl")):
+                t0 = time.perf_counter()
+                code = cli(["online", "--bench", bench, "--tasks", str(run_dir / f), "--arm", "base", "--model", "base",
+                            "--vllm", srv.base_url, "--workers", str(spec["workers"]), "--pace-dir", str(run_dir / "pace"),
+                            "--out", str(run_dir / bench)])
+                if code: sys.exit(f"webmix online --bench {bench} exited {code}")
+                out["wall_s"][bench] = round(time.perf_counter() - t0, 1)
 else:
     run_evaluate = first_of("webmix.eval.evaluate", "webmix.evaluate").run_evaluate
     serve_policy = first_of("webmix.eval.policy", "webmix.policy").serve_policy
@@ -103,6 +145,16 @@ print("@@before_after " + json.dumps(out), flush=True)
 '''
 
 
+def online_draw(task_ids, site_of_task, n, sites, seed) -> list:
+    "`n` of `task_ids` (seeded), as evenly as they go over `sites` websites drawn first: the online part's tasks."
+    rng, by = random.Random(seed), {}
+    for t in sorted(task_ids): by.setdefault(site_of_task[t], []).append(t)
+    chosen = rng.sample(sorted(by), min(sites, len(by)))
+    for s in chosen: rng.shuffle(by[s])
+    picks = [t for row in zip(*(by[s] for s in chosen)) for t in row]       # one of each website in turn
+    return picks[:n]
+
+
 def span_per_min(res: dict) -> float:
     "Units a minute over the span from the first unit's start to the last one's end."
     span = max(r["t"] for r in res.values()) - min(r["t"] - r["duration_s"] for r in res.values())
@@ -112,9 +164,11 @@ def span_per_min(res: dict) -> float:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", default="643f242", help="the older commit (any git ref)")
-    ap.add_argument("--parts", default="plan_data,evaluate,phases")
+    ap.add_argument("--parts", default="plan_data,evaluate,phases,online")
     ap.add_argument("--chains", type=int, default=40)
     ap.add_argument("--tasks", type=int, default=12, help="human-style test tasks of the evaluate part")
+    ap.add_argument("--online-tasks", type=int, default=12, help="human-style test tasks of the online part")
+    ap.add_argument("--online-sites", type=int, default=6, help="the websites they are drawn from (a MiniWeb server each)")
     ap.add_argument("--unit-tasks", type=int, default=12, help="datagen tasks of the phases part (of --pool-sites)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
@@ -181,6 +235,30 @@ def main(argv=None):
                     runs.append(row)
                     okt = " ".join(f"{a}:{k}/{len(both)}" for a, k in ok.items())
                     print(f"{s:<7} {rnd:>5} {okt:>16} {row['per_min']:>13.2f} {row['wall_s']:>7.1f}", flush=True)
+        if "online" in parts:
+            both = sorted(set(probe["before"]["test_tasks"]) & set(probe["after"]["test_tasks"]))
+            ids = online_draw(both, probe["after"]["test_sites"], args.online_tasks, args.online_sites, args.seed)
+            summary["online_tasks"] = ids
+            print(f"\nonline on held-out-style task files (Online-Mind2Web's and WebVoyager's formats), {len(ids)} "
+                  f"human-style test tasks on {args.online_sites} websites, the stand-in\n"
+                  f"{'side':<7} {'round':>5} {'done':>7} {'episodes/min':>13} {'actions':>8} {'actions/min':>12} {'wall s':>7}")
+            for rnd in range(1, args.rounds + 1):
+                for s, tree in trees.items():
+                    out = root / f"online-{s}-r{rnd}"
+                    env = {"WEBMIX_BACKEND": args.backend} if s == "after" else {}
+                    got = child("online", tree, {"out": str(out), "task_ids": ids, "seed": args.seed, "workers": args.workers},
+                                root / f"online-{s}-r{rnd}.log", CHILD, env=env)
+                    res = {t: r for b in got["wall_s"] for t, r in read_results(out / b).items()}
+                    acts = sum(len(json.loads((out / r["folder"] / "result.json").read_text())["action_history"])
+                               for r in res.values() if r.get("folder"))
+                    wall = sum(got["wall_s"].values())
+                    row = {"part": "online", "side": s, "round": rnd, "done": sum(r.get("status") == "done" for r in res.values()),
+                           "episodes": len(res), "per_min": round(len(res) / (wall / 60), 2), "wall_s": round(wall, 1),
+                           "actions": acts, "actions_per_min": round(acts / (wall / 60), 1),
+                           "by_task": {t: r.get("status") for t, r in sorted(res.items())}}
+                    runs.append(row)
+                    print(f"{s:<7} {rnd:>5} {row['done']:>3}/{row['episodes']:<3} {row['per_min']:>13.2f} {acts:>8} "
+                          f"{row['actions_per_min']:>12.1f} {row['wall_s']:>7.1f}", flush=True)
         if "phases" in parts:
             both = sorted(set(probe["before"]["datagen_tasks"]) & set(probe["after"]["datagen_tasks"]))
             ids = random.Random(args.seed).sample(both, min(args.unit_tasks, len(both)))
@@ -223,6 +301,11 @@ def main(argv=None):
             same = last["before"]["ok_by_task"] == last["after"]["ok_by_task"]
             print(f"evaluate: every episode's outcome alike on both sides: {same}")
             ratios["evaluate"]["outcomes_alike"] = same
+        if "online" in parts:
+            last = {s: next(r for r in reversed(runs) if r["part"] == "online" and r["side"] == s) for s in trees}
+            same = last["before"]["by_task"] == last["after"]["by_task"]
+            print(f"online: every episode's status alike on both sides: {same}")
+            ratios["online"]["outcomes_alike"] = same
         wall = round(time.perf_counter() - t_start, 1)
         print(f"wall time {wall:.0f}s")
         return saved({**summary, "runs": runs, "ratios": ratios, "wall_s": wall}, args, root)
