@@ -6,8 +6,8 @@ boxes and the mouse strokes the gestures are made of."""
 # %% auto #0
 __all__ = ['RANGE_THUMB_PX', 'JS_ACTIONS', 'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized',
            'element_index', 'element_box', 'viewport_css', 'is_slider', 'Point', 'point_on', 'clamp_into',
-           'element_points', 'stroke', 'DragAction', 'DrawAction', 'PasteAction', 'drag_end', 'make_tools',
-           'reuse_action_models', 'shared_tools']
+           'element_points', 'stroke', 'DragAction', 'DrawAction', 'PasteAction', 'drag_end', 'reuse_result_adapters',
+           'make_tools', 'reuse_action_models', 'shared_tools']
 
 # %% ../../nbs/agents/02d_actions.ipynb #207c3bfb
 import time
@@ -177,9 +177,25 @@ def _end_text(index, at, x, y) -> str:
 
 JS_ACTIONS = ("evaluate",)      # browser-use's actions that run JavaScript of the model's own in the page
 
+# %% ../../nbs/agents/02d_actions.ipynb #3f5c4b29
+def reuse_result_adapters() -> None:
+    "Have bubus build one pydantic TypeAdapter per result type and process (see above); once per process."
+    import bubus.models as bm
+    if getattr(bm.TypeAdapter, "_webmix_reuses", False): return
+    make = bm.TypeAdapter                   # pydantic's class, as bubus's module sees it
+    @cache
+    def adapter(result_type): return make(result_type)
+    def type_adapter(result_type, *args, **kwargs):
+        if args or kwargs: return make(result_type, *args, **kwargs)
+        try: return adapter(result_type)
+        except TypeError: return make(result_type)       # a type that cannot be a cache key
+    type_adapter._webmix_reuses = True
+    bm.TypeAdapter = type_adapter
+
 # %% ../../nbs/agents/02d_actions.ipynb #e890d87b
 def make_tools(exclude=()) -> Tools:
     "browser-use's Tools but the actions named in `exclude`, plus macro_done, drag, draw, read_clipboard and paste."
+    reuse_result_adapters()            # (above) every Agent's steps check their results with one adapter per type
     tools = Tools(exclude_actions=list(exclude))
 
     @tools.action("Mark the current sub-task (macro) as finished, then go on with the next one.")

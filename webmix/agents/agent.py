@@ -191,10 +191,14 @@ class Team:
         "The chat model of one delegation: the seam a subclass overrides (a script, a replay)."
         return H.make_llm(model, self.vllm_url, temperature=self.temperature)
 
+    def specialist_tools(self):
+        "The actions of one delegation's Agent: tools of its own (an Agent sets some by its model's name)."
+        return HA.make_tools(exclude=self.exclude_actions)
+
     def specialist(self, family, instruction, model, url) -> Agent:
         "The browser-use Agent of one delegation, on the page the browser shows now."
         return SessionAgent(task=H.instruction(instruction, url), llm=self.specialist_llm(family, instruction, model),
-                            browser_session=self.bs, tools=HA.make_tools(exclude=self.exclude_actions), max_failures=3,
+                            browser_session=self.bs, tools=self.specialist_tools(), max_failures=3,
                             directly_open_url=False, **H.AGENT_KWARGS)
 
     async def run_step(self, family: str, instruction: str) -> str:

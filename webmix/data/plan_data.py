@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..agents import harness as H
 from ..agents import session as HS
 from ..agents import agent as PA
+from ..agents import actions as HA
 from . import replay as R
 from .. import config
 from ..world import checks
@@ -164,6 +165,9 @@ class ScriptedTeam(PA.Team):
         rp.memory_steps = "done"
         self.replayers.append(rp)
         return R.replay_llm(rp, model, self.bs)
+
+    def specialist_tools(self):
+        return HA.shared_tools()           # a replay's Agent: the process's one scripted action space
 
     def specialist(self, family, instruction, model, url):
         agent = super().specialist(family, instruction, model, url)

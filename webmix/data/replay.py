@@ -160,15 +160,23 @@ def action_event(op: dict, target=None) -> dict | None:
 # name instead of base64.
 
 # %% ../../nbs/data/06_replay.ipynb #f2221390
-_REQUIRED: dict = {}      # response format class -> the string fields its JSON schema requires
+_REQUIRED: dict = {}      # a response format's shape (_format_key) -> the string fields its JSON schema requires
+
+def _format_key(fmt) -> tuple:
+    """What the required string fields of `fmt`'s schema follow from: its fields' names, types and defaults, and its
+    schema method (browser-use's AgentOutput names its own required fields). An Agent makes a new AgentOutput class at
+    every step, for the page's actions; this key is the same for all of them, and its schema is made once."""
+    fields = tuple((k, repr(f.annotation), f.is_required()) for k, f in fmt.model_fields.items())
+    return fmt.__name__, fields, getattr(fmt.model_json_schema, "__func__", fmt.model_json_schema)
 
 def _required_text(fmt) -> list:
-    if fmt not in _REQUIRED:
+    key = _format_key(fmt)
+    if key not in _REQUIRED:
         schema = fmt.model_json_schema()
         props = schema.get("properties", {})
-        _REQUIRED[fmt] = [k for k in schema.get("required", [])
+        _REQUIRED[key] = [k for k in schema.get("required", [])
                           if any(t.get("type") == "string" for t in [props.get(k, {}), *props.get(k, {}).get("anyOf", [])])]
-    return _REQUIRED[fmt]
+    return _REQUIRED[key]
 
 # %% ../../nbs/data/06_replay.ipynb #34c5b502
 def canonical(reply, response_format) -> dict:

@@ -306,10 +306,15 @@ class Site:
                 "controls": [asdict(c) for c in self.controls]}
 
 # %% ../../nbs/world/02c_sites.ipynb #30515a0e
+def _parse_yaml(text):
+    "A YAML document, read with libyaml's parser (the same values, some 7x faster: every process reads all the specs)."
+    try: return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError: return yaml.safe_load(text)     # raises again, in the pure-Python parser's clearer words
+
 def load_site(path) -> Site:
     "Load and check one site spec; SpecError names the file and the field on any problem."
     path = Path(path)
-    try: spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try: spec = _parse_yaml(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e: raise SpecError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except yaml.YAMLError as e:             # one line: the problem and where it is, not YAML's picture of the spot
         where = getattr(e, "problem_mark", None)
