@@ -9,12 +9,14 @@ On the same MiniWeb pages and actions, in one run:
     observation's time, taken right after that action;
 (c) the harness step: browser-use's Agent step as webmix's datagen runs it (`duration` of each step in the kept
     trajectories' trajectory.json, browser-use's `metadata.duration_seconds`: state capture, model call (the scripted
-    driver), actions and waits), from a datagen run made by this script with 1 worker.
+    driver), actions and waits), from a datagen run made by this script with 1 worker;
+(c act) the harness step's action alone: browser-use's `Tools.act` in that run (the action and the waits after it,
+    no state capture, no model call), the part of (c) that (a) is measured against.
 
 The tasks are a seeded sample of simple macros; macro_done/done/wait steps (no browser action) are left out.
 With `--busy N`, N processes spin a CPU core each for the whole measurement (a loaded machine: both the harness and
-Playwright run beside them); the click and input rows' c/a and c/b are printed apart (targets under two busy loops:
-click c/b <= 1.1, input c/a <= 2).
+Playwright run beside them); the click and input rows' c/a, c/b and (c act)/a are printed apart (targets: click c/b
+<= 1.1 under two busy loops; an input step <= 2x Playwright's fill).
 With `--profile`, one datagen unit (the kept task with the most browser actions) is also run under pyinstrument, its
 phases timed by wrapping (see profile_unit).
 
@@ -22,6 +24,7 @@ phases timed by wrapping (see profile_unit).
                                    [--profile prof.txt]
 """
 import argparse, asyncio, functools, inspect, json, multiprocessing, random, statistics, sys, tempfile, time
+from contextlib import contextmanager
 from collections import defaultdict
 from pathlib import Path
 
@@ -88,6 +91,20 @@ def busy_loops(n) -> list:
 
 def stats(ts):
     return {"median": round(statistics.median(ts), 3), "mean": round(statistics.mean(ts), 3), "n": len(ts)} if ts else None
+
+
+@contextmanager
+def timed_actions():
+    "[(action name, seconds)] of every browser-use `Tools.act` in this process inside the block."
+    from browser_use.tools.service import Tools
+    acts, real = [], Tools.act
+    async def act(self, action, *a, **k):
+        t0 = time.perf_counter()
+        try: return await real(self, action, *a, **k)
+        finally: acts.append((next(iter(action.model_dump(exclude_unset=True)), "?"), time.perf_counter() - t0))
+    Tools.act = act
+    try: yield acts
+    finally: Tools.act = real
 
 
 # ---------------------------------------------------------------------------------------------------------- profile
@@ -220,14 +237,16 @@ def measure(args):
     root = Path(tempfile.mkdtemp(prefix="step-cost-"))
     t0 = time.perf_counter()
     run = root / "datagen"
-    run_datagen(run, tasks=tasks, workers=1, ports=free_ports(1), progress=False)
+    with timed_actions() as acts:
+        run_datagen(run, tasks=tasks, workers=1, ports=free_ports(1), progress=False)
     res = read_results(run)
     print(f"datagen: {sum(r['ok'] for r in res)}/{len(res)} kept in {time.perf_counter() - t0:.0f}s "
           f"({', '.join(sorted({t['site'] for t in tasks}))})", flush=True)
     hs = [(a, t) for a, t in harness_steps(run) if a not in NO_PLAYWRIGHT]
     with Servers(ports=free_ports(1)) as srv:
         pw = asyncio.run(playwright_steps(run, srv.bases[0]))
-    cols = {"a": [(x, t) for x, t, _ in pw], "b": [(x, t) for x, _, t in pw], "c": hs}
+    cols = {"a": [(x, t) for x, t, _ in pw], "b": [(x, t) for x, _, t in pw], "c": hs,
+            "c act": [(x, t) for x, t in acts if x in {a for a, _ in hs}]}     # not the agent's opening navigate
     overall = {k: stats([t for _, t in v]) for k, v in cols.items()}
     per = defaultdict(dict)
     for k, v in cols.items():
@@ -235,10 +254,10 @@ def measure(args):
         for x, t in v: by[x].append(t)
         for x, ts in by.items(): per[x][k] = stats(ts)
     print("\nseconds per action step: median / mean (n)\n"
-          f"  {'action':<16} {'(a) Playwright':>22} {'(b) PW observed':>22} {'(c) harness':>22}")
+          f"  {'action':<16} {'(a) Playwright':>22} {'(b) PW observed':>22} {'(c) harness':>22} {'(c act) its action':>22}")
     def cell(s): return f"{s['median']:.3f} / {s['mean']:.3f} ({s['n']})" if s else "-"
-    for x in sorted(per): print(f"  {x:<16} " + " ".join(f"{cell(per[x].get(k)):>22}" for k in "abc"))
-    print(f"  {'all':<16} " + " ".join(f"{cell(overall[k]):>22}" for k in "abc"))
+    for x in sorted(per): print(f"  {x:<16} " + " ".join(f"{cell(per[x].get(k)):>22}" for k in cols))
+    print(f"  {'all':<16} " + " ".join(f"{cell(overall[k]):>22}" for k in cols))
     ratios = {f"c/{k}_{m}": round(overall["c"][m] / overall[k][m], 2) for k in "ab" for m in ("median", "mean")}
     print(f"\nc/a: {ratios['c/a_median']}x (medians), {ratios['c/a_mean']}x (means)\n"
           f"c/b: {ratios['c/b_median']}x (medians), {ratios['c/b_mean']}x (means)   target c/b <= 1.5", flush=True)
@@ -246,7 +265,9 @@ def measure(args):
         got = per.get(x, {})
         if all(got.get(k) for k in "abc"):
             for k in "ab": ratios[f"{x}_c/{k}_median"] = round(got["c"]["median"] / got[k]["median"], 2)
-            print(f"{x}: c/a {ratios[f'{x}_c/a_median']}x, c/b {ratios[f'{x}_c/b_median']}x (medians)", flush=True)
+            if got.get("c act"): ratios[f"{x}_c act/a_median"] = round(got["c act"]["median"] / got["a"]["median"], 2)
+            print(f"{x}: c/a {ratios[f'{x}_c/a_median']}x, c/b {ratios[f'{x}_c/b_median']}x, "
+                  f"(c act)/a {ratios.get(f'{x}_c act/a_median', '-')}x (medians)", flush=True)
     print(f"busy loops beside the run: {args.busy}")
     summary = {"tasks": len(tasks), "kept": sum(r["ok"] for r in res), "sites": sorted({t["site"] for t in tasks}), "busy": args.busy,
                "macros": args.macros, "seed": args.seed, "dom_snapshot": "CDP DOMSnapshot.captureSnapshot",
