@@ -24,6 +24,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                         'webmix/agents/actions.py'),
                                        'webmix.agents.actions.shared_tools': ( 'agents/actions.html#shared_tools',
                                                                                'webmix/agents/actions.py'),
+                                       'webmix.agents.actions.short_bus_names': ( 'agents/actions.html#short_bus_names',
+                                                                                  'webmix/agents/actions.py'),
                                        'webmix.agents.actions.stroke': ('agents/actions.html#stroke', 'webmix/agents/actions.py'),
                                        'webmix.agents.actions.to_normalized': ( 'agents/actions.html#to_normalized',
                                                                                 'webmix/agents/actions.py'),

@@ -7,7 +7,7 @@ boxes and the mouse strokes the gestures are made of."""
 __all__ = ['RANGE_THUMB_PX', 'JS_ACTIONS', 'use_normalized_coordinates', 'viewport_size', 'to_pixels', 'to_normalized',
            'element_index', 'element_box', 'viewport_css', 'is_slider', 'Point', 'point_on', 'clamp_into',
            'element_points', 'stroke', 'DragAction', 'DrawAction', 'PasteAction', 'drag_end', 'reuse_result_adapters',
-           'make_tools', 'reuse_action_models', 'shared_tools']
+           'short_bus_names', 'make_tools', 'reuse_action_models', 'shared_tools']
 
 # %% ../../nbs/agents/02d_actions.ipynb #207c3bfb
 import time
@@ -192,10 +192,19 @@ def reuse_result_adapters() -> None:
     type_adapter._webmix_reuses = True
     bm.TypeAdapter = type_adapter
 
+# %% ../../nbs/agents/02d_actions.ipynb #e06ef4fe
+def short_bus_names() -> None:
+    "A bubus EventBus's str(): its name and whether it runs, not its event counts (see above); once per process."
+    from bubus.service import EventBus
+    if getattr(EventBus.__str__, "_webmix_short", False): return
+    def name(self) -> str: return f"{self.name}{'🟢' if self._is_running else '🔴'}"
+    name._webmix_short = True
+    EventBus.__str__ = name
+
 # %% ../../nbs/agents/02d_actions.ipynb #e890d87b
 def make_tools(exclude=()) -> Tools:
     "browser-use's Tools but the actions named in `exclude`, plus macro_done, drag, draw, read_clipboard and paste."
-    reuse_result_adapters()            # (above) every Agent's steps check their results with one adapter per type
+    reuse_result_adapters(); short_bus_names()     # (above) every Agent's steps: less bookkeeping per event
     tools = Tools(exclude_actions=list(exclude))
 
     @tools.action("Mark the current sub-task (macro) as finished, then go on with the next one.")
