@@ -342,6 +342,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                        'webmix.agents.session.record_tab': ('agents/session.html#record_tab', 'webmix/agents/session.py'),
                                        'webmix.agents.session.recorder_setup': ( 'agents/session.html#recorder_setup',
                                                                                  'webmix/agents/session.py'),
+                                       'webmix.agents.session.resume_targets_once': ( 'agents/session.html#resume_targets_once',
+                                                                                      'webmix/agents/session.py'),
                                        'webmix.agents.session.seen': ('agents/session.html#seen', 'webmix/agents/session.py'),
                                        'webmix.agents.session.session_evidence': ( 'agents/session.html#session_evidence',
                                                                                    'webmix/agents/session.py'),
