@@ -164,6 +164,7 @@ def profile_unit(task, out, prof_txt):
     from browser_use.tools.service import Tools
     import webmix.data.datagen as D
     from webmix.data.scripted_model import Driver
+    from webmix.records import DatagenTask
     ph = Phases()
     for owner, attr, name in [
             (HS, "make_session", "browser: make_session (profile folder, BrowserSession object)"),
@@ -190,9 +191,9 @@ def profile_unit(task, out, prof_txt):
             (Agent, "_post_process", "  step: _post_process"),
             (HS, "evaluate", "evaluate (JS reads; driver's and datagen's)"),
             (HS, "seen", "datagen: seen"),
-            (HS, "backend_state", "datagen: backend_state"),
+            (HS, "session_evidence", "datagen: session_evidence (the backend's log, changes, recorder)"),
             (HS, "admin_get", "datagen: admin_get (/_admin/record etc.)"),
-            (D, "gate", "datagen: gate"),
+            (DatagenTask, "grade", "datagen: grade (the gate)"),
             (D, "trajectory_of", "datagen: trajectory_of"),
             (D, "_write_json", "datagen: file writes (json)"),
             (HS, "close_session", "close_session (browser kill, folder removal)"),
