@@ -163,7 +163,7 @@ def action_event(op: dict, target=None) -> dict | None:
 _REQUIRED: dict = {}      # a response format's shape (_format_key) -> the string fields its JSON schema requires
 
 def _format_key(fmt) -> tuple:
-    """What the required string fields of `fmt`'s schema follow from: its fields' names, types and defaults, and its
+    """What the required string fields of `fmt`'s schema follow from: its fields' names and types and which are required, and its
     schema method (browser-use's AgentOutput names its own required fields). An Agent makes a new AgentOutput class at
     every step, for the page's actions; this key is the same for all of them, and its schema is made once."""
     fields = tuple((k, repr(f.annotation), f.is_required()) for k, f in fmt.model_fields.items())
