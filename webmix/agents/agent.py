@@ -26,7 +26,7 @@ from browser_use import Agent, Tools
 from browser_use.agent.views import ActionResult
 from ..world.catalog import FAMILIES
 from .versions import DEFAULT_VERSION, VERSIONS
-from ..config import AGENT_STEP_TIMEOUT_S, MAX_STEPS, short
+from ..config import AGENT_STEP_TIMEOUT_S, MAX_STEPS, SUB_CAP, short
 
 # %% ../../nbs/agents/03_agent.ipynb #0d6c8291
 FAMILY_HINTS = {
@@ -178,7 +178,7 @@ class SessionAgent(Agent):
 # %% ../../nbs/agents/03_agent.ipynb #be1a34ed
 class Team:
     "The planner's specialists: one browser-use Agent per delegation, on the planner's own browser session."
-    def __init__(self, pick_model, vllm_url, overall, budget=MAX_STEPS, version=DEFAULT_VERSION, sub_cap=15,
+    def __init__(self, pick_model, vllm_url, overall, budget=MAX_STEPS, version=DEFAULT_VERSION, sub_cap=SUB_CAP,
                  temperature=0.0, on_end=None, bs=None, exclude_actions=()):
         self.pick_model, self.vllm_url, self.overall, self.version = pick_model, vllm_url, overall, version
         self.exclude_actions = tuple(exclude_actions)      # browser-use actions the specialists do not get (HA.make_tools)
@@ -283,7 +283,7 @@ class SpecialistHistories:
         for i, x in enumerate(self.hists): x.save_to_file(Path(path).with_name(f"history_{i}.json"))
 
 # %% ../../nbs/agents/03_agent.ipynb #7da47bd5
-async def run_planner_agent(session, task, start, pick_model, base_url, planner_name, context="", sub_cap=15,
+async def run_planner_agent(session, task, start, pick_model, base_url, planner_name, context="", sub_cap=SUB_CAP,
                             max_turns=None, on_end=None, temperature=0.0, version=DEFAULT_VERSION, expose=None,
                             budget=MAX_STEPS, turns=None, llm=None, team=None, exclude_actions=()):
     "-> (specialists' histories with the final answer, the delegation trace, the planner's AgentHistoryList)."

@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..config import SUB_CAP
 from ..world.catalog import CHAIN_FIRST, CHAIN_SECOND, URL_STATE
 
 # %% ../../nbs/data/07_chains.ipynb #31b33e4b
@@ -46,6 +47,7 @@ def record(task_id, dir):
     task = json.loads((d / "task.json").read_text())
     traj = json.loads((d / "trajectory.json").read_text())
     if task["start"].get("kind") == "mid_chain" or traj.get("history_macro"): return None
+    if len(traj["steps"]) > SUB_CAP: return None         # more than one delegated step's specialist may take
     site, start, ctrl = traj["site"], _path(task["start"]["url"]), task["control"]
     keep = bool(task["start"].get("keep"))
     return {"id": task_id, "dir": d, "traj": traj, "task": task, "site": site, "macro": traj["macro"],

@@ -49,7 +49,7 @@ class EvalOptions:
     gate_done: bool = option(False, "oracle: the router turns a premature done into macro_done")
     gate_note: bool = option(False, "--gate-done that also tells the specialist the steps left")
     planner_name: str = option(DEFAULT_BASE_NAME, "agent_planner: the planner's served model")
-    sub_cap: int = option(15, "agent_planner: steps per delegated step", min=1)
+    sub_cap: int = option(config.SUB_CAP, "agent_planner: steps per delegated step", min=1)
     planner_turns: int = option(12, "agent_planner: the planner's own turns", min=1)
     agent_version: str = option("v1", f"agent_planner: the planner agent's version ({', '.join(VERSIONS)})")
     temperature: float = option(0.0, "sampling temperature of every model call", min=0, max=2)
