@@ -50,11 +50,12 @@ first_of("webmix.agents.harness", "webmix.harness")
 free_ports = first_of("webmix.world.servers", "webmix.world.miniweb", "webmix.miniweb").free_ports
 human_tasks = first_of("webmix.eval.evaluate", "webmix.evaluate").human_tasks
 tid = lambda t: t["task_id"] if isinstance(t, dict) else t.task_id
+field = lambda t, k: t[k] if isinstance(t, dict) else getattr(t, k)   # a task dict (older trees) or record
 if mode == "probe":
     srv = subprocess.run([sys.executable, "-c", "import webmix; print(webmix.__file__)"], capture_output=True, text=True)
     all_tasks = first_of("webmix.data.tasks", "webmix.tasks").all_tasks
-    out.update(server_file=srv.stdout.strip() or srv.stderr.strip()[-300:], test_tasks=[tid(t) for t in human_tasks("test")],
-               test_sites={tid(t): (t["sites"] if isinstance(t, dict) else t.sites)[0] for t in human_tasks("test")},
+    test_sites = {tid(t): field(t, "sites")[0] for t in human_tasks("test")}
+    out.update(server_file=srv.stdout.strip() or srv.stderr.strip()[-300:], test_tasks=list(test_sites), test_sites=test_sites,
                datagen_tasks=[t["task_id"] for t in all_tasks(sites=spec["sites"])],
                arms=getattr(first_of("webmix.job", "webmix.cli"), "MAIN_ARMS"))
 elif mode == "phases":
@@ -104,12 +105,11 @@ elif mode == "online":
     by_id = {tid(t): t for t in human_tasks("test")}
     missing = [t for t in spec["task_ids"] if t not in by_id]
     if missing: sys.exit(f"tasks {missing} are not in this tree")
-    field = lambda t, k: t[k] if isinstance(t, dict) else getattr(t, k)
     start = lambda t: t.get("starting_url", t.get("start_url")) if isinstance(t, dict) else t.starting_url   # renamed since
     tasks = [by_id[t] for t in spec["task_ids"]]
     sites = sorted({field(t, "sites")[0] for t in tasks})
     run_dir = Path(spec["out"]); run_dir.mkdir(parents=True, exist_ok=True)
-    out["wall_s"], out["episodes"] = {}, {}
+    out["wall_s"] = {}
     with Servers(ports=free_ports(len(sites))) as servers:
         base = dict(zip(sites, servers.bases))
         def website(t): return base[field(t, "sites")[0]] + start(t)

@@ -246,8 +246,9 @@ def measure(args):
     hs = [(a, t) for a, t in harness_steps(run) if a not in NO_PLAYWRIGHT]
     with Servers(ports=free_ports(1)) as srv:
         pw = asyncio.run(playwright_steps(run, srv.bases[0]))
+    stepped = {x for x, _ in hs}                       # the steps' actions: not the agent's opening navigate
     cols = {"a": [(x, t) for x, t, _ in pw], "b": [(x, t) for x, _, t in pw], "c": hs,
-            "c act": [(x, t) for x, t in acts if x in {a for a, _ in hs}]}     # not the agent's opening navigate
+            "c act": [(x, t) for x, t in acts if x in stepped]}
     overall = {k: stats([t for _, t in v]) for k, v in cols.items()}
     per = defaultdict(dict)
     for k, v in cols.items():
