@@ -27,6 +27,7 @@ import argparse, asyncio, functools, inspect, json, multiprocessing, random, sta
 from contextlib import contextmanager
 from collections import defaultdict
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from webmix import config
 from webmix.agents import harness as H
@@ -52,6 +53,20 @@ async def observe(page, cdp):
     return len(png), len(snap["strings"])
 
 
+def path_query(url: str) -> str:
+    u = urlsplit(url)
+    return f"{u.path}?{u.query}"
+
+
+async def left_by_itself(page, following: list) -> None:
+    """Untimed: wait for the page an action sets off without waiting for it (a select that submits its form), which
+    the harness's next step (a wait, no browser action) waited for; Chromium takes no screenshot mid-navigation."""
+    nxt = following[0] if following else None
+    if nxt and nxt["action"] in NO_PLAYWRIGHT and path_query(nxt["url_after"]) != path_query(nxt["url_before"]):
+        await page.wait_for_url(lambda url: path_query(url) == path_query(nxt["url_after"]))
+        await page.wait_for_load_state()
+
+
 async def playwright_steps(run, base):
     "[(action, a seconds, b seconds)] for every action step of the kept trajectories, redone in plain Playwright."
     from playwright.async_api import async_playwright
@@ -67,9 +82,11 @@ async def playwright_steps(run, base):
             await HS.playwright_session(ctx, page, base)
             await page.goto(base + task["start"]["url"])
             await observe(page, cdp)                     # the first observation, before the first action
-            for s in traj["steps"]:
+            steps = traj["steps"]
+            for i, s in enumerate(steps):
                 if s["action"] in NO_PLAYWRIGHT: continue
                 a = await redo(page, s)
+                await left_by_itself(page, steps[i + 1:i + 2])
                 t0 = time.perf_counter()
                 await observe(page, cdp)
                 rows.append((s["action"], a, a + time.perf_counter() - t0))
