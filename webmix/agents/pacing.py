@@ -5,11 +5,11 @@ and no fixed pauses inside clicks or typing."""
 
 # %% auto #0
 __all__ = ['CLICK_QUIET_S', 'LOADED_QUIET_S', 'CLICK_WAIT_S', 'DOWNLOAD_GRACE_S', 'CLICK_PAUSES', 'TYPING_PAUSES', 'NAV_PAUSES',
-           'PACED_VERSION', 'NAV_LEAD_S', 'NetworkWatch', 'settled', 'settle_clicks', 'settled_navigation',
-           'pace_clicks']
+           'PACED_VERSION', 'NAV_LEAD_S', 'KEY_EVENT', 'NetworkWatch', 'settled', 'settle_clicks', 'settled_navigation',
+           'pace_clicks', 'keys_answered', 'pipeline_keys']
 
 # %% ../../nbs/agents/02b_pacing.ipynb #53b0e003
-import asyncio, os, sys, time
+import asyncio, functools, os, sys, time
 from collections import deque
 from functools import cache
 
@@ -133,6 +133,7 @@ def settle_clicks(bs) -> None:
     net, original = NetworkWatch(), wd._execute_click_with_download_detection
     pace_clicks()
     net.attach(bs._cdp_client_root)
+    pipeline_keys(bs._cdp_client_root)                    # its typing too (see below)
     bs._webmix_net = net                                  # settled() below, and the drag and draw actions
 
     async def settled_click(click_coro, download_start_timeout: float = CLICK_WAIT_S, **kw):
@@ -217,3 +218,37 @@ def pace_clicks() -> bool:
     for module in (actions, tools):
         if not isinstance(module.asyncio, _PacedAsyncio): module.asyncio = _PacedAsyncio()
     return True
+
+# %% ../../nbs/agents/02b_pacing.ipynb #fc663a4b
+def _seen(future) -> None:
+    if not future.cancelled(): future.exception()
+
+async def keys_answered(keys: list) -> None:
+    "Wait until the key events in `keys` (sent in this order) are answered; empty it; raise the first that failed."
+    waiting = keys[:]
+    keys.clear()
+    for sent in waiting: await sent
+
+# %% ../../nbs/agents/02b_pacing.ipynb #33a998d3
+KEY_EVENT = "Input.dispatchKeyEvent"
+
+def pipeline_keys(client) -> None:
+    "Send `client`'s key events without waiting for each answer (see above); the next other command waits for them."
+    if client is None or isinstance(client.__dict__.get("_webmix_keys"), list): return
+    from browser_use.browser._cdp_timeout import TimeoutWrappedCDPClient
+    send = TimeoutWrappedCDPClient.send_raw
+    if not getattr(send, "_webmix_keys", False):          # once per process: a client without a key list is untouched
+        @functools.wraps(send)
+        async def send_raw(self, method, params=None, session_id=None, **kwargs):
+            keys = self.__dict__.get("_webmix_keys")
+            if keys is None: return await send(self, method, params, session_id, **kwargs)
+            if method == KEY_EVENT:
+                sent = asyncio.ensure_future(send(self, method, params, session_id, **kwargs))
+                sent.add_done_callback(_seen)                    # raised at the next command, not logged as lost
+                keys.append(sent)
+                return {}
+            if keys: await keys_answered(keys)
+            return await send(self, method, params, session_id, **kwargs)
+        send_raw._webmix_keys = True
+        TimeoutWrappedCDPClient.send_raw = send_raw
+    client._webmix_keys = []

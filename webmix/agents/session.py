@@ -12,7 +12,7 @@ __all__ = ['NORMALIZED', 'ROUTER_NOTES', 'QUIET_PREFS', 'RESUME', 'RECORDER_WORL
            'session_evidence', 'BrowserPage', 'enable_clipboard']
 
 # %% ../../nbs/agents/02c_session.ipynb #65e2913d
-import asyncio, json, os, shutil, tempfile
+import asyncio, functools, json, os, shutil, tempfile
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 from .offline import ActionResult, BrowserSession, SESSION_COOKIE, VIEWPORT, chromium_args, dies_with_parent
@@ -76,6 +76,7 @@ def resume_targets_once() -> None:
     from browser_use.browser._cdp_timeout import TimeoutWrappedCDPClient
     if getattr(TimeoutWrappedCDPClient.send_raw, "_webmix_once", False): return
     send = TimeoutWrappedCDPClient.send_raw
+    @functools.wraps(send)                      # keeps the other wrappers' marks (pacing.pipeline_keys)
     async def send_raw(self, method, params=None, session_id=None, **kwargs):
         if method != RESUME or not session_id: return await send(self, method, params, session_id, **kwargs)
         resumed = self.__dict__.setdefault("_webmix_resumed", set())
