@@ -1,14 +1,15 @@
 """Datagen throughput and the harness's cost per step.
 
-1. Kept trajectories per minute: the same tasks generated with 1 worker and then with 2 workers (one MiniWeb server
-   per worker), each into a fresh run folder. The span is from the first attempt's start to the last one's end
-   (server start-up excluded).
-2. Cost per step: every action step of the 1-worker run's kept trajectories (browser-use Agent + scripted model:
+1. Kept trajectories per minute: the same tasks generated with 1 worker and then with 2 workers (`--workers`: any
+   list, e.g. 2,3,4 to see whether more workers than cores gain anything; one MiniWeb server per worker), each into a
+   fresh run folder. The span is from the first attempt's start to the last one's end (server start-up excluded).
+2. Cost per step: every action step of the first run's kept trajectories (browser-use Agent + scripted model:
    state extraction, screenshot, prompt, action, waits) against the same actions done with plain Playwright
    (playwright.async_api on Debian's Chromium (config.CHROMIUM) with the same offline flags) on the same pages, in the
    same process: a fresh MiniWeb session, the task's start page, then each step on the element found by its control id.
 
-    python benchmarks/datagen_throughput.py [--tasks 16] [--macros m1,m2] [--ports 8330,8331] [--json out.json]
+    python benchmarks/datagen_throughput.py [--tasks 16] [--macros m1,m2] [--workers 1,2] [--backend local]
+                                            [--ports 8330,8331] [--json out.json]
 """
 import argparse, asyncio, json, random, statistics, sys, tempfile, time
 from pathlib import Path
@@ -20,7 +21,7 @@ from webmix.agents import session as HS
 from webmix.data.datagen import run_datagen
 from webmix.data.pool import kept, read_results
 from webmix.data.tasks import all_tasks
-from webmix.world.servers import Servers
+from webmix.world.servers import Servers, free_ports
 
 MACROS = ["filter_by_dropdown", "filter_by_options", "sort_by_form", "switch_tab", "paginate", "search_by_text",
           "open_detail", "navigate_home", "open_menu_item", "enter_text", "select_field_option", "create_entry"]
@@ -32,9 +33,9 @@ def span_minutes(results):
     return (max(r["t"] for r in results) - start) / 60
 
 
-def throughput(tasks, workers, ports, root):
-    out = Path(root) / f"w{workers}"
-    run_datagen(out, tasks=tasks, workers=workers, ports=ports[:workers], progress=False)
+def throughput(tasks, workers, ports, root, backend="local", turn=0):
+    out = Path(root) / f"w{workers}-{turn}"            # a fresh folder each time (a worker count may come twice)
+    run_datagen(out, tasks=tasks, workers=workers, ports=ports[:workers], progress=False, backend=backend)
     res = read_results(out)
     kept = sum(r["ok"] for r in res)
     return out, {"workers": workers, "tasks": len(res), "kept": kept, "minutes": round(span_minutes(res), 3),
@@ -111,21 +112,23 @@ def main(argv=None):
     ap.add_argument("--tasks", type=int, default=24)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--macros", type=lambda s: s.split(","), default=MACROS)
-    ap.add_argument("--ports", type=lambda s: [int(p) for p in s.split(",")], default=[8330, 8331])
+    ap.add_argument("--workers", type=lambda s: [int(w) for w in s.split(",")], default=[1, 2])
+    ap.add_argument("--backend", default="local", help="runs.run_units' backend: local (one event loop) or processes")
+    ap.add_argument("--ports", type=lambda s: [int(p) for p in s.split(",")], default=None, help="default: free ones")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     pool = all_tasks(macros=args.macros)
     tasks = random.Random(args.seed).sample(pool, min(args.tasks, len(pool)))
     root = Path(tempfile.mkdtemp(prefix="datagen-bench-"))
-    rows = []
-    for w in (1, 2):
-        out, row = throughput(tasks, w, args.ports, root)
+    rows, ports = [], args.ports or free_ports(max(args.workers))
+    for turn, w in enumerate(args.workers):
+        out, row = throughput(tasks, w, ports, root, args.backend, turn)
         rows.append(row)
-        if w == 1: run1 = out
+        if turn == 0: run1 = out
         print(f"{w} worker{'s' if w > 1 else ''}: {row['kept']}/{row['tasks']} kept in {row['minutes'] * 60:.0f}s -> "
               f"{row['kept_per_min']} kept trajectories per minute", flush=True)
     hs = harness_steps(run1)
-    with Servers(ports=args.ports[:1]) as srv:
+    with Servers(ports=ports[:1]) as srv:
         ps, pw_episodes = asyncio.run(playwright_steps(run1, srv.bases[0]))
     acts = [t for a, t in hs if a not in NO_PLAYWRIGHT]
     h_mean, p_mean = statistics.mean(acts), statistics.mean(t for _, t in ps)
