@@ -9,7 +9,7 @@ __all__ = ['CLICK_QUIET_S', 'LOADED_QUIET_S', 'CLICK_WAIT_S', 'DOWNLOAD_GRACE_S'
            'pace_clicks', 'keys_answered', 'pipeline_keys']
 
 # %% ../../nbs/agents/02b_pacing.ipynb #53b0e003
-import asyncio, functools, os, sys, time
+import asyncio, os, sys, time
 from collections import deque
 from functools import cache
 
@@ -26,7 +26,6 @@ class NetworkWatch:
         self.owner = {}       # request id in flight -> (frame id, loader id) of the document that sent it
         self.doc = {}         # frame id -> loader id of the document the frame loads or shows now
         self.answered = {}    # request id -> when its response headers reached the network stack
-        self.doc_at = 0.0     # when a frame last began loading a new document
         self.docs = deque(maxlen=32)    # (when, loader id) of the documents frames began loading, latest last
         self.loaded = {}      # loader id -> when its document fired its load event
         self.changed = asyncio.Event()  # set by every event above: a waiting `quiet` looks again
@@ -52,11 +51,16 @@ class NetworkWatch:
         self.busy.setdefault(rid, now)
         self.owner.setdefault(rid, (frame, event.get("loaderId")))
         if event.get("type") == "Document" and frame:                               # the frame loads a new document
-            self.doc[frame], self.doc_at = event.get("loaderId"), now
+            self.doc[frame] = event.get("loaderId")
             self.docs.append((now, event.get("loaderId")))
             self._forget(lambda k, t: self._orphaned(k) and k in self.answered)
         elif rid in self.answered and self._orphaned(rid): self._ended(event)        # ExtraInfo may come first
         self.changed.set()
+
+    @property
+    def doc_at(self) -> float:
+        "When a frame last began loading a new document (0.0: none yet)."
+        return self.docs[-1][0] if self.docs else 0.0
 
     def _answered(self, event, session_id=None):
         "The response's headers arrived: the server is done with it; it ends here if its document is gone (see above)."
@@ -232,23 +236,26 @@ async def keys_answered(keys: list) -> None:
 # %% ../../nbs/agents/02b_pacing.ipynb #33a998d3
 KEY_EVENT = "Input.dispatchKeyEvent"
 
+@cache
+def _send_keys_ahead() -> None:
+    "Once per process: browser-use's CDP clients send key events ahead when they hold a key list (`pipeline_keys`)."
+    from browser_use.browser._cdp_timeout import TimeoutWrappedCDPClient
+    send = TimeoutWrappedCDPClient.send_raw
+    async def send_raw(self, method, params=None, session_id=None, **kwargs):
+        keys = self.__dict__.get("_webmix_keys")
+        if keys is None: return await send(self, method, params, session_id, **kwargs)
+        if method == KEY_EVENT:
+            sent = asyncio.ensure_future(send(self, method, params, session_id, **kwargs))
+            sent.add_done_callback(_seen)                    # raised at the next command, not logged as lost
+            keys.append(sent)
+            return {}
+        if keys: await keys_answered(keys)
+        return await send(self, method, params, session_id, **kwargs)
+    TimeoutWrappedCDPClient.send_raw = send_raw
+
+# %% ../../nbs/agents/02b_pacing.ipynb #a9015dd4
 def pipeline_keys(client) -> None:
     "Send `client`'s key events without waiting for each answer (see above); the next other command waits for them."
     if client is None or isinstance(client.__dict__.get("_webmix_keys"), list): return
-    from browser_use.browser._cdp_timeout import TimeoutWrappedCDPClient
-    send = TimeoutWrappedCDPClient.send_raw
-    if not getattr(send, "_webmix_keys", False):          # once per process: a client without a key list is untouched
-        @functools.wraps(send)
-        async def send_raw(self, method, params=None, session_id=None, **kwargs):
-            keys = self.__dict__.get("_webmix_keys")
-            if keys is None: return await send(self, method, params, session_id, **kwargs)
-            if method == KEY_EVENT:
-                sent = asyncio.ensure_future(send(self, method, params, session_id, **kwargs))
-                sent.add_done_callback(_seen)                    # raised at the next command, not logged as lost
-                keys.append(sent)
-                return {}
-            if keys: await keys_answered(keys)
-            return await send(self, method, params, session_id, **kwargs)
-        send_raw._webmix_keys = True
-        TimeoutWrappedCDPClient.send_raw = send_raw
+    _send_keys_ahead()
     client._webmix_keys = []

@@ -12,7 +12,8 @@ __all__ = ['NORMALIZED', 'ROUTER_NOTES', 'QUIET_PREFS', 'RESUME', 'RECORDER_WORL
            'session_evidence', 'BrowserPage', 'enable_clipboard']
 
 # %% ../../nbs/agents/02c_session.ipynb #65e2913d
-import asyncio, functools, json, os, shutil, tempfile
+import asyncio, json, os, shutil, tempfile
+from functools import cache
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 from .offline import ActionResult, BrowserSession, SESSION_COOKIE, VIEWPORT, chromium_args, dies_with_parent
@@ -71,12 +72,11 @@ QUIET_PREFS = {"browser": {"enable_spellchecking": False},
 # %% ../../nbs/agents/02c_session.ipynb #9e662e62
 RESUME = "Runtime.runIfWaitingForDebugger"
 
+@cache
 def resume_targets_once() -> None:
-    "browser-use's CDP clients send RESUME once per target session (see above); once per process."
+    "browser-use's CDP clients send RESUME once per target session (see above); installed once per process."
     from browser_use.browser._cdp_timeout import TimeoutWrappedCDPClient
-    if getattr(TimeoutWrappedCDPClient.send_raw, "_webmix_once", False): return
     send = TimeoutWrappedCDPClient.send_raw
-    @functools.wraps(send)                      # keeps the other wrappers' marks (pacing.pipeline_keys)
     async def send_raw(self, method, params=None, session_id=None, **kwargs):
         if method != RESUME or not session_id: return await send(self, method, params, session_id, **kwargs)
         resumed = self.__dict__.setdefault("_webmix_resumed", set())
@@ -84,7 +84,6 @@ def resume_targets_once() -> None:
         out = await send(self, method, params, session_id, **kwargs)
         resumed.add(session_id)                 # only once it went through: a failed one is sent again
         return out
-    send_raw._webmix_once = True
     TimeoutWrappedCDPClient.send_raw = send_raw
 
 # %% ../../nbs/agents/02c_session.ipynb #a88d89b6
