@@ -18,7 +18,7 @@ With `--busy N`, N processes spin a CPU core each for the whole measurement (a l
 Playwright run beside them); the click and input rows' c/a, c/b, (c act)/a and b/a are printed apart (targets: click
 c/b <= 1.1 under two busy loops; an input step <= 2x Playwright's fill, read as the input action against `fill`,
 (c act)/a: a step that shows the model the page cannot be within 2x of a bare `fill` when Playwright's own observed
-fill, b/a, is about 3x).
+fill, b/a, is itself more than 2x).
 With `--profile`, one datagen unit (the kept task with the most browser actions) is also run under pyinstrument, its
 phases timed by wrapping (see profile_unit).
 
