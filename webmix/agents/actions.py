@@ -262,20 +262,20 @@ def make_tools(exclude=()) -> Tools:
     return guarded(tools)
 
 # %% ../../nbs/agents/02d_actions.ipynb #b682c1b3
-MAX_TYPED_CHARS = 10_000          # characters one input action may type
+MAX_TYPED_CHARS = 10_000          # characters one input or send_keys action may type
 
 def _wrap(tools, name: str, before):
-    "Replace action `name`'s function: `await before(params, bs, run)` decides and runs it (`run()` is the original)."
+    "Replace action `name`'s function: `await before(params, context, run)` decides and runs it (`run()` is the original)."
     action = tools.registry.registry.actions.get(name)
     if action is None: return
     original = action.function
     async def function(params, **context):
-        return await before(params, context.get("browser_session"), lambda: original(params=params, **context))
+        return await before(params, context, lambda: original(params=params, **context))
     action.function = function
 
 # %% ../../nbs/agents/02d_actions.ipynb #5ec7aa95
-async def _reach_first(params, bs, run):
-    url = getattr(params, "url", None)
+async def _reach_first(params, context, run):
+    url, bs = getattr(params, "url", None), context.get("browser_session")
     if url is None:                                   # search: the engine's address
         from urllib.parse import quote_plus
         url = f"https://duckduckgo.com/?q={quote_plus(getattr(params, 'query', ''))}"
@@ -283,20 +283,33 @@ async def _reach_first(params, bs, run):
     why = reach.refusal(url) if reach is not None else (None if plain_url(url) else f"Refused: {str(url)[:80]!r} is not a plain http(s) address.")
     return ActionResult(error=why) if why else await run()
 
-async def _typed_within_cap(params, bs, run):
-    if len(getattr(params, "text", "") or "") > MAX_TYPED_CHARS:
-        return ActionResult(error=f"Refused: the text to type is {len(params.text):,} characters; an input action types at most {MAX_TYPED_CHARS:,}.")
-    async with agent_acts_on(bs, getattr(params, "index", None)): return await run()
+def _too_long(text) -> str | None:
+    if len(text or "") <= MAX_TYPED_CHARS: return None
+    return f"Refused: the text to type is {len(text):,} characters; one action types at most {MAX_TYPED_CHARS:,}."
 
-async def _marked(params, bs, run):
-    async with agent_acts_on(bs, getattr(params, "index", None)): return await run()
+async def _typed_within_cap(params, context, run):
+    if (why := _too_long(getattr(params, "text", None) or getattr(params, "keys", None))): return ActionResult(error=why)
+    if not hasattr(params, "index"): return await run()
+    async with agent_acts_on(context.get("browser_session"), params.index): return await run()
+
+async def _given_file(params, context, run):
+    bs = context.get("browser_session")
+    given = {str(p) for p in context.get("available_file_paths") or []} | {str(p) for p in getattr(bs, "downloaded_files", None) or []}
+    if str(params.path) not in given:
+        return ActionResult(error=f"Refused: {str(params.path)[:120]!r} is not a file you were given or downloaded; "
+                                  f"only those can be uploaded.")
+    async with agent_acts_on(bs, params.index): return await run()
+
+async def _marked(params, context, run):
+    async with agent_acts_on(context.get("browser_session"), getattr(params, "index", None)): return await run()
 
 # %% ../../nbs/agents/02d_actions.ipynb #70b6c3b6
 def guarded(tools):
-    "`tools` with navigate/search held to the session's reach, input capped, value-setting actions marked (see above)."
+    "`tools` with navigate/search held to the session's reach, typing capped, uploads of given files only, value-setting actions marked (see above)."
     for name in ("navigate", "search"): _wrap(tools, name, _reach_first)
-    _wrap(tools, "input", _typed_within_cap)
-    for name in ("select_dropdown", "upload_file"): _wrap(tools, name, _marked)
+    for name in ("input", "send_keys"): _wrap(tools, name, _typed_within_cap)
+    _wrap(tools, "upload_file", _given_file)
+    _wrap(tools, "select_dropdown", _marked)
     return tools
 
 # %% ../../nbs/agents/02d_actions.ipynb #631bd4ba

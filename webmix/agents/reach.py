@@ -49,7 +49,8 @@ def is_local_host(host) -> bool:
 # %% ../../nbs/agents/02c0_reach.ipynb #ff34e1a9
 @dataclass(frozen=True)
 class Reach:
-    "Where an agent may open documents: the pages of MiniWeb origin `origin`, or the public web when `online` (see above)."
+    """Where an agent may open documents: pages of the origin `origin` (a MiniWeb run's server, an online task's
+    website), and, when `online`, any page of the public web (see above)."""
     origin: str = ""
     online: bool = False
 
@@ -60,17 +61,17 @@ class Reach:
             scheme = text.split(":", 1)[0].strip().lower() if ":" in text else ""
             what = f"{scheme}: addresses" if scheme and scheme not in ("http", "https") else f"{text!r}, not a plain http(s) address,"
             return f"Refused: {what} cannot be opened here; {self.where()}."
-        u = urlsplit(url)
-        if self.origin and origin_of(url) != self.origin:
-            return f"Refused: {origin_of(url)} is not this task's website; {self.where()}."
-        if not self.origin and is_local_host(u.hostname):
-            return f"Refused: {u.hostname} is a local address, not a page of the web; {self.where()}."
-        return None
+        host = urlsplit(url).hostname
+        if self.origin and origin_of(url) == self.origin: return None
+        if self.online and not is_local_host(host): return None
+        if self.online: return f"Refused: {host} is a local address, not a page of the web; {self.where()}."
+        return f"Refused: {origin_of(url)} is not this task's website; {self.where()}."
 
     def allows(self, url) -> bool: return self.refusal(url) is None
 
     def where(self) -> str:
-        return f"only pages of {self.origin} can be opened" if self.origin else "only pages of the public web can be opened"
+        if self.online: return "only pages of the public web" + (f" and of {self.origin}" if self.origin else "") + " can be opened"
+        return f"only pages of {self.origin} can be opened"
 
 # %% ../../nbs/agents/02c0_reach.ipynb #cc2edb3e
 NEUTRAL = ("about:blank", "chrome-error://chromewebdata/")

@@ -25,6 +25,7 @@ from ..agents import harness as H
 from ..agents import actions as HA
 from ..agents import offline as HO
 from ..agents import session as HS
+from ..agents.reach import Reach, origin_of
 from ..agents.agent import VERSIONS, item_actions, render_element
 from ..config import check_folder_name, json_lines, short
 from ..records import OnlineTask, TaskFileError, as_task, site_of
@@ -372,6 +373,7 @@ async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
     calls = start_episode(o.cache)                     # ... and their usage, answered from the cache when it has them
     try:
         async with H.browser(None, headless=headless, online=True, run_dir=run_dir) as bs:
+            bs._webmix_reach = Reach(origin=origin_of(task.website), online=True)   # the web, and its website wherever served
             try:
                 await task.prepare(HS.BrowserPage(bs, None))
                 got, timed_out = await run_within(act(task, o, bs, held, kept, hint), o.timeout, bs)
