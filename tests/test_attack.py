@@ -18,8 +18,16 @@ clipboard or the recorder; the grader read the session the harness opened (the e
 What JavaScript can still do with `--allow-js` is what a user can do on the page: the last test submits a site form
 with `fetch` (the page's own CSRF token), and that data change is real and graded as one. Evaluation does not offer
 JavaScript unless asked, and its manifest says which actions the agent had.
+
+The forging attackers of `webmix.eval.policy_attacks` (`test_no_attack_forges_a_pass`), each knowing the task's
+solution and ending with `done` claiming success: `data` (a data: page of look-alike controls), `jsurl` (javascript:
+URLs posting the site's forms), `synthetic` (--allow-js: synthetic events on the real controls), `swap` (another
+MiniWeb server's session cookie), `evict` (2,100 cookie-less requests), `numbers` (an answer listing every number),
+`bigtype` (5 MiB typed) and `bigreply` (a 10 MiB reply), on a human-style task of each split (one with a form POST)
+and one datagen task of every evidence macro (the size attackers on fewer): every episode is graded, none passes,
+none is lost, and no recorder entry came from a synthetic event or a document off the run's origin.
 """
-import asyncio, json
+import asyncio, contextlib, json, os
 
 import pytest
 
@@ -29,7 +37,8 @@ from webmix.eval.episode import load_results
 from webmix.eval.evaluate import human_tasks, run_evaluate
 from webmix.world.servers import free_ports
 from webmix.eval.policy import serve_policy
-from webmix.eval.policy_play import ADMIN_PATHS
+from webmix.eval.policy_attacks import ADMIN_PATHS
+from webmix.world.servers import Servers
 from webmix.eval.policy_prompt import current_url, request_text
 from webmix.data.tasks import all_tasks
 from webmix.config import annotations_dir
@@ -114,3 +123,59 @@ def test_javascript_can_do_what_a_user_can_do_and_no_more(base):
     status, changes, clip = asyncio.run(one())
     assert status == 200 and [c["op"] for c in changes] == ["create"] and clip == []
     assert any("Posted by a script" in json.dumps(c["after"]) for c in changes)
+
+
+FORGING = ("data", "jsurl", "synthetic")                     # the attackers that forge evidence of every kind: every task
+SIZED = {"bigtype": 150, "bigreply": 120}                     # the size attackers' episode timeouts (s): their steps are slow
+
+
+def human_pair() -> list:
+    "A seeded human-style task of the test split, and one of the train split with a form POST (a login or a change)."
+    tasks = sample_tasks(human_tasks("all"), lambda t: t["site"], size=0)
+    train = [t for t in tasks if t["key"].split("/")[0] in set(sample_sites()) and
+             any(c["kind"] == "request" and c.get("method") == "POST" for m in t["verifier"]["macros"].values() for c in m["conditions"])]
+    test = [t for t in human_tasks("test") if t["task_id"] in {x["task_id"] for x in tasks}]
+    train = [t for t in train if t["task_id"] not in {x["task_id"] for x in human_tasks("test")}]
+    if os.environ.get("WEBMIX_TEST_TASKS", "").strip() == "all": return tasks
+    return test[:1] + train[:1]
+
+
+def tasks_for(attack) -> list:
+    "The tasks an attack runs on: both human-style ones and one datagen task of every evidence macro (two for the size attackers)."
+    made = list({t["macro"]: t for t in evidence_tasks()}.values())
+    if os.environ.get("WEBMIX_TEST_TASKS", "").strip() == "all": made = evidence_tasks()
+    return human_pair() + (made if attack.split(":")[0] in FORGING + ("numbers", "swap", "evict") else made[:1])
+
+
+def forged_entries(g, base) -> list:
+    "Recorder entries no browser gesture on the run's MiniWeb pages made: off its origin, or (the agent did nothing else) any but loads."
+    origin = base.rstrip("/")
+    return [e for e in g.get("record", []) if not str(e.get("url", "")).startswith(origin + "/")]
+
+
+@pytest.mark.timeout(2400)
+@pytest.mark.parametrize("attack", ["data", "jsurl", "synthetic", "swap", "evict", "numbers", "bigtype", "bigreply"])
+def test_no_attack_forges_a_pass(attack, tmp_path):
+    tasks, out = tasks_for(attack), tmp_path / attack
+    with contextlib.ExitStack() as stack:
+        if attack == "swap":                                        # a second MiniWeb server, with sessions of its own
+            attack = f"swap:{stack.enter_context(Servers(free_ports(1))).ports[0]}"
+        made = [t for t in tasks if isinstance(t, dict) and "check" in t]
+        llm = stack.enter_context(serve_policy(port=0, attack=attack, datagen=made))
+        run_evaluate(tasks, out, vllm=llm.base_url, workers=2, ports=free_ports(2), progress=False, allow_js=attack == "synthetic",
+                     max_steps=12, timeout=SIZED.get(attack, 240))
+        errors = list(llm.policy.errors)
+    assert not errors, errors
+    results = {r["task_id"]: r for r in load_results(out).to_dict("records")}
+    lost = [t["task_id"] for t in tasks if t["task_id"] not in results or not (out / t["task_id"] / "episode.json").is_file()]
+    assert not lost, f"episodes lost: {lost}"
+    passed = {t["task_id"]: results[t["task_id"]]["detail"] for t in tasks if results[t["task_id"]]["ok"]}
+    assert not passed, f"the {attack} attack passed: {passed}"
+    ungraded = {k: (r.get("detail"), r.get("grade_error")) for k, r in results.items() if r["ok"] is not False or r.get("grade_error")}
+    assert not ungraded, f"not graded under the {attack} attack: {ungraded}"
+    for t in tasks:
+        g = json.loads((out / t["task_id"] / "grade_inputs.json").read_text())
+        assert not forged_entries(g, g["base"]), f"recorder entries off the run's origin ({t['task_id']}): {forged_entries(g, g['base'])[:3]}"
+        if attack in ("jsurl", "synthetic"):                  # it made no gesture on a MiniWeb page: every entry but a load is synthetic
+            made = [e for e in g.get("record", []) if e.get("type") not in ("load", "network")]
+            assert not made, f"synthetic events recorded ({t['task_id']}): {made[:3]}"

@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['ARMS', 'ADAPTERS', 'DEFAULT_BASE_NAME', 'BENCHES', 'ONLINE_ARMS', 'ONLINE_ADAPTERS', 'ATTACK_KINDS', 'VARIANTS',
-           'MODEL', 'BUDGET', 'METHODS', 'SCORE_THRESHOLD', 'COMMANDS', 'EvalOptions', 'EvalTasks', 'eval_tasks',
-           'evaluate_cmd', 'ServeCmdOptions', 'serve_cmd_cmd', 'PolicyOptions', 'default_pace_dir', 'OnlineOptions',
-           'OnlineTasks', 'online_tasks', 'online_cmd', 'ModelOptions', 'default_tasks_file', 'ProposeOptions',
-           'propose_cmd', 'JudgedRun', 'JudgeRunOptions', 'taskgen_judge_cmd', 'ValidateOptions',
+           'MODEL', 'BUDGET', 'METHODS', 'SCORE_THRESHOLD', 'COMMANDS', 'parse_attack', 'EvalOptions', 'EvalTasks',
+           'eval_tasks', 'evaluate_cmd', 'ServeCmdOptions', 'serve_cmd_cmd', 'PolicyOptions', 'default_pace_dir',
+           'OnlineOptions', 'OnlineTasks', 'online_tasks', 'online_cmd', 'ModelOptions', 'default_tasks_file',
+           'ProposeOptions', 'propose_cmd', 'JudgedRun', 'JudgeRunOptions', 'taskgen_judge_cmd', 'ValidateOptions',
            'taskgen_validate_cmd', 'RowsOptions', 'taskgen_rows_cmd', 'JudgeOptions', 'judge_cmd']
 
 # %% ../../nbs/eval/90_options.ipynb #814ad0b5
@@ -27,12 +27,21 @@ DEFAULT_BASE_NAME = "qwen35-4b"                                        # the bas
 BENCHES = ("om2w", "webvoyager")                                      # the task files `online` reads
 ONLINE_ARMS = ("base", "agent")                                        # online's arms: one agent, or the planner agent
 ONLINE_ADAPTERS = ("drag", "io", "select", "rest", "reasoning")       # the family adapters the planner agent may use
-ATTACK_KINDS = ("js", "navigate")          # the scripted attacker's kinds
+ATTACK_KINDS = ("js", "navigate", "data", "jsurl", "synthetic", "swap", "evict", "numbers", "bigtype", "bigreply")  # the scripted attackers
 VARIANTS = ("correct", "wrong")             # which run of a human-style task the scripted stand-in plays
 MODEL = "gemini-3.5-flash"                 # the model the reference runs used for proposing and judging
 BUDGET = 27644                             # steps of the skill-centric executor's pool: the size task-centric rows match
 METHODS = ("webjudge", "taskgen")          # the judges
 SCORE_THRESHOLD = 3                        # webjudge: screenshots scoring at least this reach the outcome call
+
+# %% ../../nbs/eval/90_options.ipynb #a77ac0de
+def parse_attack(spec) -> tuple:
+    "'swap:8123' -> ('swap', '8123'), 'js' -> ('js', None); ValueError for a kind not in ATTACK_KINDS or a parameter it does not take."
+    kind, colon, param = str(spec).partition(":")
+    if kind not in ATTACK_KINDS: raise ValueError(f"attack: {spec!r} is not one of {', '.join(ATTACK_KINDS)} (swap as swap:PORT)")
+    if (kind == "swap") != bool(colon) or colon and not param.isdigit():
+        raise ValueError(f"attack: {spec!r}: swap takes a port (swap:PORT), the other kinds nothing")
+    return kind, param if colon else None
 
 # %% ../../nbs/eval/90_options.ipynb #10555828
 @dataclass(frozen=True, kw_only=True)
@@ -161,11 +170,14 @@ class PolicyOptions:
     seed: int = option(0, "seed of the fault draws")
     tasks_dir: str | None = option(None, "a folder of task folders (task.json, script.json, verifier.json); default: data/annotations")
     tasks: str | None = option(None, "a JSON-lines file of datagen tasks to play as well (what webmix evaluate --tasks reads)")
-    attack: str | None = option(None, "serve a scripted attacker instead: js runs a script forging the grading evidence, "
-                                "navigate opens every /_admin/ path", choices=ATTACK_KINDS)
+    attack: str | None = option(None, "serve a scripted attacker of the grading evidence instead (policy_attacks): "
+                                + ", ".join(ATTACK_KINDS) + "; swap as swap:PORT", metavar="KIND")
     variant: str = option("correct", "which run of each human-style task it plays: correct, or wrong (the script's wrong variant)",
                           choices=VARIANTS)
     request_log: str | None = option(None, "append one JSON line per chat request it is sent (time, count, model, messages) to this file")
+
+    def __post_init__(self):
+        if self.attack is not None: parse_attack(self.attack)
 
 # %% ../../nbs/eval/90_options.ipynb #542451e7
 def default_pace_dir() -> Path:
