@@ -192,7 +192,8 @@ class HumanTask(Task):
     def evidence(self, got: dict) -> dict:
         return {**got, "traj": checks.merge_server_log([e for e in got.get("record", []) if e.get("type") != "network"], got["log"])}
     def grade(self, g: dict) -> tuple:
-        report = checks.verify_task(self.verifier, g["traj"], g["answer"] or "", question=self.instruction)
+        report = checks.verify_task(self.verifier, g["traj"], g["answer"] or "", question=self.instruction,
+                                    base=g.get("base"), sites=self.sites)
         return bool(report["passed"]), str(report["summary"])
 
 # %% ../nbs/02_records.ipynb #760e2d87
