@@ -194,9 +194,9 @@ def note_call(model, response, hit: bool, seconds: float) -> ModelCall:
     return call
 
 # %% ../../nbs/agents/01c_calls.ipynb #98cc5d8e
-async def call_create(create, request: dict, cache=None):
+async def call_create(create, request: dict, cache=None, check=None):
     """The reply to one chat request: the cache's (`cache`, else the episode's), when it holds it; else
-    `create(**request)`'s, then stored. Noted."""
+    `create(**request)`'s, then stored. Noted; with `check`, `check(reply)` first, which raises for a reply not to keep."""
     from openai.types.chat import ChatCompletion
     cache, t0 = cache if cache is not None else RESPONSE_CACHE.get(), time.perf_counter()
     names = BrowserNames(request, NODE_IDS.get()) if cache is not None else None
@@ -209,10 +209,10 @@ async def call_create(create, request: dict, cache=None):
             msg = ch.get("message") or {}
             msg["content"] = names.reply(msg.get("content"), stored=False)
         response = ChatCompletion.model_validate(stored)
-    else:
-        response = await create(**request)
-        if cache is not None: _store(cache, key, request.get("model"), response, names)
+    else: response = await create(**request)
     note_call(request.get("model"), response, stored is not None, time.perf_counter() - t0)
+    if check is not None: check(response)                       # raises: not stored, not returned
+    if stored is None and cache is not None: _store(cache, key, request.get("model"), response, names)
     return response
 
 def _store(cache, key, model, response, names) -> None:
@@ -225,12 +225,12 @@ def _store(cache, key, model, response, names) -> None:
     cache.put(key, model, data)
 
 # %% ../../nbs/agents/01c_calls.ipynb #eabee31a
-def instrument(llm):
-    "Route the chat requests of `llm` (browser-use's ChatOpenAI) through `call_create` -> llm."
+def instrument(llm, check=None):
+    "Route the chat requests of `llm` (browser-use's ChatOpenAI) through `call_create`, each reply checked by `check` -> llm."
     real = llm.get_client
     def client():
         c = real()
-        async def create(**request): return await call_create(c.chat.completions.create, request)
+        async def create(**request): return await call_create(c.chat.completions.create, request, check=check)
         return SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
     llm.get_client = client
     return llm
