@@ -1320,7 +1320,7 @@ def test_admin_api_is_not_a_site_page(base, sampled):
             assert r.status_code == 404 and r.headers["Content-Type"].startswith("text/html")
 
 ADMIN_PATHS = ("/_admin/sites", "/_admin/session-flags", "/_admin/log", "/_admin/changes", "/_admin/clipboard",
-               "/_admin/record", "/_admin/sitemap/shop")
+               "/_admin/record", "/_admin/sitemap/shop", "/_admin/session-close", "/_admin/sessions")
 
 def test_admin_api_refuses_requests_without_its_key(base):
     "On loopback too: a request without the key (a page's fetch, a navigation, a wrong key) reads and writes nothing."
@@ -1387,6 +1387,164 @@ def test_admin_api_answers_on_loopback_only(free_port):
         proc.terminate()
         proc.wait(10)
         proc.stderr.close()
+
+
+# ---------------------------------------------------------------- sessions nobody opened; closing one; the page policy
+def kept_sessions(base):
+    "What the server keeps: {leases, visitors, max_leases, lease_ttl_s, max_visitors}."
+    r = requests.get(base + "/_admin/sessions", headers=ADMIN, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+def test_requests_without_a_session_store_none_and_drop_none(base):
+    """2,100 requests that carry no session (more than the server kept before it dropped the oldest; a page's script
+    sends as many in a second): none is given a cookie or stored, so a session opened before them is still there."""
+    from concurrent.futures import ThreadPoolExecutor
+    a = Client(base)
+    a.page(site_url("shop", "/products"))
+    before = kept_sessions(base)
+    assert before["max_visitors"] == 0                    # the servers runs use keep no visitors
+    paths = ["/sites/no-such-site", "/sites/shop/no-such-page", "/no-such-path", "/", "/sites/shop"]
+    def burst(k):
+        http, statuses = requests.Session(), []
+        for i in range(k, 2100, 8):
+            r = (http.post(base + site_url("shop", "/orders/new"), data={"csrf_token": "forged"}, timeout=30) if i % 50 == 0
+                 else http.get(base + paths[i % len(paths)], timeout=30))
+            assert "Set-Cookie" not in r.headers, r.headers
+            statuses.append(r.status_code)
+        assert not http.cookies
+        return statuses
+    with ThreadPoolExecutor(8) as pool: statuses = [s for got in pool.map(burst, range(8)) for s in got]
+    assert len(statuses) == 2100 and set(statuses) == {200, 403, 404}
+    after = kept_sessions(base)
+    assert (after["leases"], after["visitors"]) == (before["leases"], 0), (before, after)
+    assert [e["path"] for e in a.stream("log")] == [site_url("shop", "/products")]     # readable, and none of theirs
+    assert a.page(site_url("shop", "/orders")).status == 200 and len(a.stream("log")) == 2
+
+
+def test_a_closed_session_is_forgotten(base):
+    "/_admin/session-close (admin_client.close_session) frees a session: it is unknown afterwards, its cookie opens nothing."
+    from webmix.world.admin_client import close_session
+    a = Client(base)
+    a.page(site_url("shop"))
+    before = kept_sessions(base)["leases"]
+    got = close_session(base, a.sid)
+    assert (got["session"], got["closed"], got["leases"]) == (a.sid, True, before - 1)
+    r = requests.get(base + "/_admin/log", params={"session": a.sid}, headers=ADMIN, timeout=30)
+    assert r.status_code == 400 and r.json()["error"] == f"unknown session {a.sid!r}"
+    r = a.get(site_url("shop"))                           # its cookie now names no session: served, nothing kept
+    assert r.status_code == 200 and "Set-Cookie" not in r.headers and kept_sessions(base)["leases"] == before - 1
+    assert close_session(base, a.sid)["closed"] is False                      # twice: no error
+    for bad in ("nope", ""):
+        r = requests.get(base + "/_admin/session-close", params={"session": bad}, headers=ADMIN, timeout=30)
+        assert r.status_code == 400 and r.json()["error"]
+
+
+def test_sites_serve_keeps_a_pool_of_visitors(tmp_path):
+    """`webmix sites serve` (two ports: one Servers process each) keeps sessions for browsers that come without one
+    and hands each its cookie, at most --visitors of them, the least recently used dropped; the leases are apart."""
+    import os
+    from webmix.world.servers import free_ports
+    ports = free_ports(2)
+    exe = Path(sys.executable).with_name("webmix")
+    proc = subprocess.Popen([str(exe), "sites", "serve", "--ports", ",".join(map(str, ports)), "--visitors", "3"],
+                            env={**os.environ, "WEBMIX_ADMIN_KEY": ADMIN["X-MiniWeb-Admin-Key"]},
+                            stdout=subprocess.DEVNULL, stderr=(tmp_path / "err").open("wb"))
+    try:
+        bases = [f"http://127.0.0.1:{p}" for p in ports]
+        def up():
+            assert proc.poll() is None, (tmp_path / "err").read_text()[-2000:]
+            try: return all(requests.get(b + "/_admin/sessions", headers=ADMIN, timeout=2).status_code == 200 for b in bases)
+            except requests.ConnectionError: return False
+        wait_until(up, timeout=90, what="webmix sites serve")
+        for b in bases:
+            lease = Client(b)
+            person = requests.Session()
+            first = person.get(b + "/sites/shop", timeout=30)
+            sid = person.cookies.get(COOKIE)
+            assert first.status_code == 200 and re.fullmatch(r"[0-9a-f]{24}", sid or "") and "HttpOnly" in first.headers["Set-Cookie"]
+            again = person.get(b + "/sites/shop/products", timeout=30)
+            assert "Set-Cookie" not in again.headers and person.cookies.get(COOKIE) == sid        # the same session, kept
+            tok = Page(first.text).els
+            assert next(e for e in tok if e["tag"] == "body")["attrs"]["data-csrf"] == \
+                   next(e for e in Page(again.text).els if e["tag"] == "body")["attrs"]["data-csrf"]
+            for _ in range(4): requests.get(b + "/sites/shop", timeout=30)                      # four more visitors
+            kept = kept_sessions(b)
+            assert (kept["leases"], kept["visitors"], kept["max_visitors"]) == (1, 3, 3), kept
+            assert "Set-Cookie" in person.get(b + "/sites/shop", timeout=30).headers            # the first was dropped
+            assert lease.page(site_url("shop")).status == 200 and len(lease.stream("log")) == 1  # the lease was not
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+CSP_NEEDS = {"script-src": {"'self'"}, "object-src": {"'none'"}, "base-uri": {"'self'"}, "form-action": {"'self'"},
+             "frame-ancestors": {"'self'"}}
+
+def due_record(site, ctl):
+    "The page of a record of `site` its payment frame `ctl` (an embedded_frame) asks to pay."
+    pay, p = ctl["extra"], page_spec(site, ctl["page"])
+    return site_url(site, f"{p['path']}/{next(r for r in seeded(site, ctl['collection']) if r[pay['field']] == pay['from'])['id']}")
+
+def test_every_page_carries_a_content_security_policy(base):
+    "Site pages, the portal, a payment frame, error pages (404, 403, 413) and static files: scripts from the server only."
+    a = Client(base)
+    frame = due_record(*browser_controls("embedded_frame")[0]) + "/pay"
+    answers = {p: a.get(p) for p in ("/", site_url("shop"), site_url("shop", "/products"), "/sites/no-such-site", frame,
+                                     "/static/webmix.js", "/static/blank.html")}
+    answers["forged"] = a.post(site_url("shop", "/orders/new"), data={"csrf_token": "forged"})
+    answers["too large"] = a.post(site_url("shop", "/receipts"), files={"file": ("big.bin", b"x" * (6 * 2**20))})
+    assert [r.status_code for r in answers.values()] == [200, 200, 200, 404, 200, 200, 200, 403, 413]
+    for k, r in answers.items():
+        policy = {d.split()[0]: set(d.split()[1:]) for d in r.headers["Content-Security-Policy"].split(";") if d.strip()}
+        for directive, want in CSP_NEEDS.items(): assert policy.get(directive) == want, (k, directive, policy)
+        assert not any("unsafe" in v for vs in policy.values() for v in vs), (k, policy)
+
+
+PWN = "void(document.title='pwned')"
+LINK = """() => document.body.prepend(Object.assign(document.createElement('a'), {id: 'evil', href: "javascript:%s", textContent: 'evil'}))""" % PWN
+INLINE = """() => {
+    document.body.insertAdjacentHTML('beforeend', '<img src="/static/none.png" onerror="document.title=\\'pwned\\'">');
+    document.body.append(Object.assign(document.createElement('script'), {textContent: "document.title='pwned'"}));
+}"""
+
+def test_the_policy_stops_javascript_urls_and_inline_script_in_chromium(chromium, base):
+    """In Chromium, on a MiniWeb page: a javascript: link clicked, a javascript: URL the page's script navigates to, an
+    inline event handler and an inline script all fail to run (each a policy violation on the console), while the page's
+    own script and the payment frame work; in a page without the policy the same link does run (so the check can fail).
+    A javascript: URL the browser itself is told to open (CDP Page.navigate, as a driver's "navigate" sends it) is not
+    the page's doing and the policy does not stop it: refusing such URLs is the harness's part."""
+    s = BrowserSession(chromium, base, permissions=["clipboard-read", "clipboard-write"])
+    try:
+        refused = []
+        s.page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
+        site, ctl = next((site, c) for site, c in browser_controls("copy_button") if not c["options"])
+        s.goto(site_url(site, ctl["page"]))
+        title = s.page.title()
+        s.page.evaluate(INLINE)
+        s.page.evaluate(LINK)
+        s.page.click("#evil")
+        s.page.evaluate("() => { location.href = 'javascript:' + %r }" % PWN)
+        s.page.wait_for_timeout(300)
+        assert s.page.title() == title, "a javascript: URL or inline script ran"
+        assert len(refused) == 4, refused                     # the handler, the script, the link, the assignment
+        button = s.page.locator(f'button[data-control-id="{ctl["control_id"]}"]').first
+        button.click()                                       # webmix.js still runs: the copy button copies
+        wait_until(lambda: button.inner_text() == "Copied", what="the copy button's answer")
+        assert s.page.evaluate("navigator.clipboard.readText()") == button.get_attribute("data-copy")
+        s.goto(due_record(*browser_controls("embedded_frame")[0]))
+        frame = s.page.frame_locator("iframe.payframe")      # same origin: framed, and its form posts
+        for part, v in (("number", "4242 4242 4242 4242"), ("expiry", "12/28"), ("cvc", "123")): frame.locator(f'[data-part="{part}"]').fill(v)
+        frame.locator('[data-part="submit"]').click()
+        frame.locator('[data-part="done"]').wait_for()
+        assert s.page.title() != "pwned"
+        s.page.goto("about:blank")                           # no policy: the same link runs
+        s.page.set_content("<title>no policy</title><body></body>")
+        s.page.evaluate(LINK)
+        s.page.click("#evil")
+        wait_until(lambda: s.page.title() == "pwned", what="a javascript: link in a page without the policy")
+    finally:
+        s.close()
 
 
 # ---------------------------------------------------------------- Servers under concurrent load

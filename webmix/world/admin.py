@@ -39,13 +39,20 @@ def _is_loopback(addr):
     try: return ipaddress.ip_address((addr or "").split("%")[0]).is_loopback
     except ValueError: return False
 
+# %% ../../nbs/world/02g_admin.ipynb #b7d2c6e4
+def _session_id():
+    "The well-formed session id an admin request names: `?session=<id>`, else its cookie; or Bad."
+    sid = request.args.get("session") or request.cookies.get(COOKIE)
+    if not sid: raise Bad("no session: open /_admin/session-flags first, or pass ?session=<id>")
+    if not re.fullmatch(r"[0-9a-f]{24}", sid): raise Bad(f"malformed session id {sid!r}")
+    return sid
+
 # %% ../../nbs/world/02g_admin.ipynb #92c6530f
 RECORD_TYPES = {"load", "click", "input", "select", "drag", "draw", "submit", "copy", "scroll", "key"}
 
 def _admin_session(store):
-    sid = request.args.get("session") or request.cookies.get(COOKIE)
-    if not sid: raise Bad("no session: open /_admin/session-flags first, or pass ?session=<id>")
-    if not re.fullmatch(r"[0-9a-f]{24}", sid): raise Bad(f"malformed session id {sid!r}")
+    "The session an admin request names (its lease renewed), or Bad."
+    sid = _session_id()
     s = store.get(sid)
     if s is None: raise Bad(f"unknown session {sid!r}")
     return s
@@ -118,8 +125,19 @@ def _admin_routes(app, sites, store, key):
             if k not in FLAG_PARSERS: raise Bad(f"unknown flag {k!r}; known: {sorted(FLAG_PARSERS)}")
             try: flags[k] = FLAG_PARSERS[k](v)
             except ValueError: raise Bad(f"flag {k}={v!r} is malformed") from None
-        s = store.new(flags)
+        s = store.open(flags)
         return jsonify(session=s.id, flags=flags, cookie=COOKIE)
+
+    @app.route("/_admin/session-close", methods=["GET", "POST"])
+    def session_close():
+        "Forget a session the harness is done with; closing one twice, or one already dropped, answers closed: false."
+        sid = _session_id()
+        return jsonify(session=sid, closed=store.close(sid), **store.counts())
+
+    @app.route("/_admin/sessions")
+    def sessions():
+        "How many sessions this server keeps, and its limits."
+        return jsonify(**store.counts(), max_leases=store.cap, lease_ttl_s=store.ttl, max_visitors=store.visitor_cap)
 
     def stream(name):
         s = _admin_session(store)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..command import Command, option
 from ..config import ADMIN_HEADER, DEFAULT_PORTS, ports_arg
+from .sessions import MAX_VISITORS
 
 # %% ../../nbs/world/90_options.ipynb #e73d564f
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +63,7 @@ def sites_list(opts: ListOptions, where: SitesDir) -> int:
 class ServeOptions:
     "serve: where to serve"
     ports: list = option(DEFAULT_PORTS, "one server per port, e.g. 8318,8319", type=ports_arg)
+    visitors: int = option(MAX_VISITORS, "sessions each server keeps for browsers that come without one (browsing by hand)", min=0)
 
 # %% ../../nbs/world/90_options.ipynb #e49e4f73
 def sites_serve(opts: ServeOptions, where: SitesDir) -> int:
@@ -71,8 +73,8 @@ def sites_serve(opts: ServeOptions, where: SitesDir) -> int:
     from webmix.world.servers import Servers
     use_sites_dir(where)
     print(f"admin API key ({ADMIN_HEADER} header): {admin_key()}", flush=True)   # WEBMIX_ADMIN_KEY sets it
-    if len(opts.ports) == 1: return serve(opts.ports[0])
-    with Servers(ports=list(opts.ports)) as srv:
+    if len(opts.ports) == 1: return serve(opts.ports[0], visitors=opts.visitors)
+    with Servers(ports=list(opts.ports), visitors=opts.visitors) as srv:
         print("serving " + "  ".join(srv.bases) + "  (Ctrl-C stops)", flush=True)
         try:
             for p in srv.procs: p.wait()

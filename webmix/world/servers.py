@@ -52,11 +52,12 @@ def _tail(f, n=2000):
 # %% ../../nbs/world/02h_servers.ipynb #91a8b218
 class Servers:
     "Context manager: one MiniWeb server process per port; `.bases` are their base URLs."
-    def __init__(self, ports=DEFAULT_PORTS, sites_dir=None, threads=8, timeout=SERVER_START_TIMEOUT_S, first_cpu=0):
+    def __init__(self, ports=DEFAULT_PORTS, sites_dir=None, threads=8, timeout=SERVER_START_TIMEOUT_S, first_cpu=0, visitors=0):
         # the servers inherit WEBMIX_SITES_DIR; an extra folder goes to them as an absolute path, whatever their cwd
         self.sites_dir = str(Path(sites_dir).resolve()) if sites_dir else None
         self.ports, self.threads, self.timeout = [int(p) for p in ports], threads, timeout
         self.first_cpu = first_cpu              # server i is pinned to CPU first_cpu + i (one Servers per worker: its index)
+        self.visitors = int(visitors)           # sessions each keeps for requests without one (`webmix sites serve`); runs: 0
         self.procs, self.bases = [], [f"http://127.0.0.1:{p}" for p in self.ports]
 
     def __enter__(self):
@@ -68,7 +69,7 @@ class Servers:
             for i, p in enumerate(self.ports):             # one CPU each, in turn
                 # the admin key goes in on stdin: an argument or a variable would show in /proc, which a browser can open
                 code = (f"import sys; from webmix.world.miniweb import serve; serve({p}, {self.sites_dir!r}, {self.threads}, "
-                        f"cpu={self.first_cpu + i}, admin_key=sys.stdin.readline().strip())")
+                        f"cpu={self.first_cpu + i}, admin_key=sys.stdin.readline().strip(), visitors={self.visitors})")
                 err = tempfile.TemporaryFile()          # a file, not a pipe: a pipe nobody reads fills up and blocks the server
                 self.procs.append(subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                                    stderr=err, start_new_session=True, preexec_fn=_die_with_parent))
