@@ -18,7 +18,7 @@ from playwright.async_api import async_playwright
 
 from webmix.world.catalog import FAMILY_OF, MACROS
 from webmix.config import CHROMIUM, admin_headers
-from webmix.agents.session import playwright_session
+from webmix.agents.session import playwright_acts_on, playwright_session
 from webmix.world.checks import merge_server_log, verify_task
 from webmix.eval.evaluate import human_tasks
 from webmix.eval.policy_plans import wrong_script
@@ -108,13 +108,19 @@ async def run_step(page, base, s):
     el = locate(page, s)
     outcome = await el.evaluate(OUTCOME_JS)           # waits until the element is there (a suggestion comes a moment later)
     if outcome == "load":
-        async with page.expect_navigation(): await ACTIONS[s["do"]](el, s)
+        async with page.expect_navigation(): await act(page, el, s)
     elif outcome == "download":
-        async with page.expect_download(): await ACTIONS[s["do"]](el, s)
+        async with page.expect_download(): await act(page, el, s)
     elif outcome == "more":                           # the link goes once the next rows are in (the next link in its place)
-        await ACTIONS[s["do"]](el, s)
+        await act(page, el, s)
         await el.wait_for(state="detached")
-    else: await ACTIONS[s["do"]](el, s)
+    else: await act(page, el, s)
+
+
+async def act(page, el, s):
+    "A step's action; a select, a fill or an upload with its element marked for the recorder (Playwright sets their values by script)."
+    if s["do"] not in ("select", "fill", "upload"): return await ACTIONS[s["do"]](el, s)
+    async with playwright_acts_on(page, el): return await ACTIONS[s["do"]](el, s)
 
 
 async def settled_record(base, sid, url):
