@@ -115,14 +115,14 @@ def test_run_within_returns_in_time_whatever_the_agent_does():
 
 def test_an_action_that_ignores_its_cancellation_is_abandoned_after_the_grace(tmp_path, monkeypatch):
     """A `wait` that goes on waiting when cancelled (as an action stuck in a thread or in a CDP call the browser never
-    answers): the line comes back at --timeout plus the grace, not when the action ends (35 s)."""
+    answers): the line comes back at --timeout plus the grace, not when the action ends (30 s)."""
     from webmix.agents import actions as HA
     from webmix.agents.offline import ActionResult
     made = HA.make_tools
     def stuck_tools(*args, **kw):
         tools = made(*args, **kw)
         async def stuck(params, **context):
-            t_end = time.monotonic() + 35
+            t_end = time.monotonic() + 30
             while time.monotonic() < t_end:
                 try: await asyncio.sleep(t_end - time.monotonic())
                 except asyncio.CancelledError: pass              # will not stop

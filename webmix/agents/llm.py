@@ -449,7 +449,7 @@ def check_reply(completion):
     "`completion` (a chat completion) when no choice's reply is over a cap (see above); else ReplyOverCap saying which."
     for ch in getattr(completion, "choices", None) or []:
         if (said := reply_over_cap(getattr(getattr(ch, "message", None), "content", None))):
-            raise ReplyOverCap(f"the model's reply is not a valid step: {said}")
+            raise ReplyOverCap(said)
     return completion
 
 # %% ../../nbs/agents/01_llm.ipynb #9f772df1
