@@ -10,7 +10,7 @@ __all__ = ['NORMALIZED', 'ROUTER_NOTES', 'QUIET_PREFS', 'RESUME', 'RECORDER_WORL
            'recorder_setup', 'browser_contexts', 'start_recorder', 'record_tab', 'flush_recorder', 'agent_acts_on',
            'playwright_session', 'playwright_session_sync', 'playwright_acts_on', 'goto', 'evaluate', 'seen',
            'session_id', 'harness_session', 'admin_get', 'backend_state', 'session_flags', 'start_url',
-           'new_miniweb_session', 'prepare', 'session_evidence', 'BrowserPage', 'close_offsite_tabs',
+           'new_miniweb_session', 'prepare', 'close_offsite_tabs', 'session_evidence', 'BrowserPage',
            'enable_clipboard']
 
 # %% ../../nbs/agents/02c_session.ipynb #65e2913d
@@ -25,7 +25,7 @@ from pydantic import PrivateAttr
 from .pacing import settle_clicks
 from .reach import NEUTRAL, Reach, origin_of
 from ..config import ADMIN_TIMEOUT_S, CHROMIUM, at_exit, setup_env
-from ..world.admin_client import admin_json, open_session, session_cookie
+from ..world.admin_client import admin_json, close_session as forget_session, open_session, session_cookie
 from ..records import datagen_flags
 from ..config import kill_family
 
@@ -536,6 +536,9 @@ def start_url(base: str, task: dict) -> str:
 async def new_miniweb_session(bs, base: str, flags: dict | None = None) -> str:
     """A fresh MiniWeb session on `base` with these flags, handed to the browser as its cookie, its recorder on, and the
     agent's reach set to `base`'s origin; -> its id."""
+    if (done := harness_session(bs, base)):            # the last unit's, its evidence read: the server may forget it
+        try: await asyncio.to_thread(forget_session, base, done)
+        except Exception: pass                         # a server restarted meanwhile has forgotten it already
     got = await asyncio.to_thread(open_session, base, flags)
     await bs._cdp_client_root.send.Storage.setCookies(params={"cookies": [session_cookie(base, got)]})
     bs._webmix_sid, bs._webmix_base = got["session"], base.rstrip("/")
@@ -548,6 +551,21 @@ async def prepare(bs, base: str, task: dict) -> str:
     "Fresh MiniWeb session with the task's flags, then the task's start page; returns the start URL."
     await new_miniweb_session(bs, base, session_flags(task))
     return await goto(bs, start_url(base, task))
+
+# %% ../../nbs/agents/02c_session.ipynb #41a9a255
+async def close_offsite_tabs(bs) -> list:
+    "Close the tabs showing a document the session's reach does not allow (see above) -> their URLs (noted in `bs._webmix_offsite`)."
+    from browser_use.browser.events import CloseTabEvent
+    reach, manager = getattr(bs, "_webmix_reach", None), getattr(bs, "session_manager", None)
+    tabs = manager.get_all_page_targets() if reach is not None and manager is not None else []    # none: the browser is gone
+    off = [t for t in tabs if t.url not in NEUTRAL and not reach.allows(t.url)]
+    for t in off:
+        bs._webmix_offsite.append({"t": time.time(), "url": t.url[:300]})
+        if len(tabs) > 1: await bs.event_bus.dispatch(CloseTabEvent(target_id=t.target_id)); tabs = [x for x in tabs if x is not t]
+        else:
+            cdp = await bs.get_or_create_cdp_session(t.target_id, focus=True)
+            await cdp.cdp_client.send.Page.navigate(params={"url": "about:blank"}, session_id=cdp.session_id)
+    return [t.url for t in off]
 
 # %% ../../nbs/agents/02c_session.ipynb #b7e2d0a2
 async def session_evidence(bs, base: str) -> dict:
@@ -565,21 +583,6 @@ class BrowserPage:
     async def new_session(self, flags: dict) -> str: return await new_miniweb_session(self.bs, self.base, flags)
     async def goto(self, url: str) -> str: return await goto(self.bs, url)
     async def evidence(self) -> dict: return await session_evidence(self.bs, self.base)
-
-# %% ../../nbs/agents/02c_session.ipynb #41a9a255
-async def close_offsite_tabs(bs) -> list:
-    "Close the tabs showing a document the session's reach does not allow (see above) -> their URLs (noted in `bs._webmix_offsite`)."
-    from browser_use.browser.events import CloseTabEvent
-    reach = getattr(bs, "_webmix_reach", None)
-    tabs = bs.session_manager.get_all_page_targets() if reach is not None else []
-    off = [t for t in tabs if t.url not in NEUTRAL and not reach.allows(t.url)]
-    for t in off:
-        bs._webmix_offsite.append({"t": time.time(), "url": t.url[:300]})
-        if len(tabs) > 1: await bs.event_bus.dispatch(CloseTabEvent(target_id=t.target_id)); tabs = [x for x in tabs if x is not t]
-        else:
-            cdp = await bs.get_or_create_cdp_session(t.target_id, focus=True)
-            await cdp.cdp_client.send.Page.navigate(params={"url": "about:blank"}, session_id=cdp.session_id)
-    return [t.url for t in off]
 
 # %% ../../nbs/agents/02c_session.ipynb #5d9c50ff
 async def enable_clipboard(bs, agent=None) -> None:
