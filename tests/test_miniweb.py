@@ -4,7 +4,7 @@ Everything is driven by the sitemaps, so a new site spec is covered without touc
 The seeded rows loaded in-process (same spec files, same fixed seed) are the oracle for what list pages,
 filters and exports must show; the server under test runs in its own process (webmix.world.servers.Servers).
 """
-import csv, io, json, re, socket, subprocess, sys, time
+import csv, io, json, re, socket, subprocess, sys, tempfile, time
 from html.parser import HTMLParser
 from urllib.parse import parse_qsl, urljoin, urlsplit
 
@@ -1003,7 +1003,11 @@ def test_upload_and_download_file_in_chromium(chromium, base, sitemaps):
         cid = ctl["control_id"]
         name, content = f"webmix-{site}-notes.txt", f"webmix upload test for {site}\n".encode() * 7
         m = s.admin.mark()
-        s.page.set_input_files(f'input[type=file][data-control-id="{cid}"]', files=[{"name": name, "mimeType": "text/plain", "buffer": content}])
+        # a file on disk, as a person picks one: Chromium sets it (CDP DOM.setFileInputFiles) and fires a trusted change,
+        # which the recorder counts; bytes handed to Playwright are set by a script, which it does not
+        local = Path(tempfile.mkdtemp()) / name
+        local.write_bytes(content)
+        s.page.set_input_files(f'input[type=file][data-control-id="{cid}"]', files=[str(local)])
         with s.page.expect_navigation():
             s.page.click(f'[data-control-id="{cid}"][data-part="submit"]')
         ch = s.admin.new(m, "changes")
