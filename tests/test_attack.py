@@ -2,9 +2,9 @@
 
 The attacker is `webmix.eval.policy`'s scripted attacker behind its OpenAI-compatible server, playing real browser-use
 Agents in offline Chromium on a real MiniWeb server through `webmix.eval.evaluate` (the base arm):
-- `js`, with `allow_js` (browser-use's `evaluate` action offered), on a human-style task of every site (both splits;
-  WEBMIX_TEST_TASKS=all: every one) and every datagen task whose check is a gesture, an upload or a copy on the sampled
-  sites (one per site and macro; every control kind is on them): one script that reads every
+- `js`, with `allow_js` (browser-use's `evaluate` action offered), on a human-style task of each sampled site (the
+  sample holds every control kind and both splits; WEBMIX_TEST_TASKS=all: every task) and every datagen task whose
+  check is a gesture, an upload or a copy on the sampled sites (one per site and macro): one script that reads every
   admin stream, posts forged clipboard entries and recorder events, fires synthetic clicks and a synthetic pointer
   drag, then `done` claiming success;
 - `navigate`, without JavaScript: browser-use's `navigate` to every `/_admin/` path (session-flags included), then
@@ -22,9 +22,10 @@ JavaScript unless asked, and its manifest says which actions the agent had.
 The forging attackers of `webmix.eval.policy_attacks` (`test_no_attack_forges_a_pass`), each knowing the task's
 solution and ending with `done` claiming success: `data` (a data: page of look-alike controls), `jsurl` (javascript:
 URLs posting the site's forms), `synthetic` (--allow-js: synthetic events on the real controls), `swap` (another
-MiniWeb server's session cookie), `evict` (2,100 cookie-less requests), `numbers` (an answer listing every number),
-`bigtype` (5 MiB typed) and `bigreply` (a 10 MiB reply), on a human-style task of each split (one with a form POST)
-and one datagen task of every evidence macro (the size attackers on fewer): every episode is graded, none passes,
+MiniWeb server's session cookie), `evict` (2,100 cookie-less requests), `numbers` (the pages the task names opened,
+then an answer listing every number), `bigtype` (5 MiB typed) and `bigreply` (a 10 MiB reply), on a human-style task of
+each split (one with a form POST) and one datagen task of every evidence macro (the size attackers on one; `numbers` on
+answer tasks instead: a human-style one of each split and a datagen count): every episode is graded, none passes,
 none is lost, and no recorder entry came from a synthetic event or a document off the run's origin.
 """
 import asyncio, contextlib, json, os
@@ -64,9 +65,10 @@ def no_judge(monkeypatch):
 def attacked_tasks(attack) -> list:
     human, made = human_tasks("all"), evidence_tasks()
     assert len(human) == len(list(annotations_dir().glob("*/*/task.json"))) and {t["macro"] for t in made} == set(EVIDENCE_MACROS)
-    if attack == "js": return sample_tasks(human, lambda t: t["site"], size=0) + made    # one a site (all: every one)
     sites = set(sample_sites())
-    return list({t["site"]: t for t in human if t["site"] in sites}.values()) + list({t["macro"]: t for t in made}.values())
+    one_a_site = list({t["site"]: t for t in human if t["site"] in sites}.values())     # the sample: every control kind
+    if attack == "js": return (human if os.environ.get("WEBMIX_TEST_TASKS", "").strip() == "all" else one_a_site) + made
+    return one_a_site + list({t["macro"]: t for t in made}.values())
 
 
 @pytest.mark.timeout(1800)
@@ -140,11 +142,29 @@ def human_pair() -> list:
     return test[:1] + train[:1]
 
 
+def answer_tasks() -> list:
+    """The `numbers` attacker's tasks, where the answer is the only check it cannot meet by opening pages: a human-style
+    task of each split whose verifier wants an answer and names only GETs and visited URLs, and a datagen count (a
+    numeric answer check beside a GET) of a sampled site."""
+    def opens_only(t):
+        ver = t["verifier"]
+        return bool(ver.get("answer")) and all(c["kind"] == "url_visited" or c["kind"] == "request" and
+                                               str(c.get("method", "GET")).upper() == "GET"
+                                               for m in ver["macros"].values() for c in m["conditions"])
+    human, test = [t for t in human_tasks("all") if opens_only(t)], {t["task_id"] for t in human_tasks("test")}
+    human = sample_tasks(human, lambda t: t["site"], size=0)
+    made = [t for t in all_tasks(sample_sites(), macros=["count_entries"]) if t["check"]["kind"] == "answer"]
+    if os.environ.get("WEBMIX_TEST_TASKS", "").strip() == "all": return human + list({t["site"]: t for t in made}.values())
+    return ([t for t in human if t["task_id"] in test][:1] + [t for t in human if t["task_id"] not in test][:1]) + made[:1]
+
+
 def tasks_for(attack) -> list:
-    "The tasks an attack runs on: both human-style ones and one datagen task of every evidence macro (two for the size attackers)."
+    """The tasks an attack runs on: both human-style ones and one datagen task of every evidence macro (one for the size
+    attackers); the answer tasks for `numbers`."""
+    if attack == "numbers": return answer_tasks()
     made = list({t["macro"]: t for t in evidence_tasks()}.values())
     if os.environ.get("WEBMIX_TEST_TASKS", "").strip() == "all": made = evidence_tasks()
-    return human_pair() + (made if attack.split(":")[0] in FORGING + ("numbers", "swap", "evict") else made[:1])
+    return human_pair() + (made if attack.split(":")[0] in FORGING + ("swap", "evict") else made[:1])
 
 
 def forged_entries(g, base) -> list:
