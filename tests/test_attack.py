@@ -25,8 +25,11 @@ URLs posting the site's forms), `synthetic` (--allow-js: synthetic events on the
 MiniWeb server's session cookie), `evict` (2,100 cookie-less requests), `numbers` (the pages the task names opened,
 then an answer listing every number), `bigtype` (5 MiB typed) and `bigreply` (a 10 MiB reply), on a human-style task of
 each split (one with a form POST) and one datagen task of every evidence macro (the size attackers on one; `numbers` on
-answer tasks instead: a human-style one of each split and a datagen count): every episode is graded, none passes,
-none is lost, and no recorder entry came from a synthetic event or a document off the run's origin.
+answer tasks instead: a human-style one of each split and a datagen count): every episode is graded, none is lost,
+no recorder entry came from a synthetic event or a document off the run's origin, and none passes but under
+`--allow-js`, where the `synthetic` attacker's script posts the site's own forms and adds look-alike controls it then
+clicks, drags and draws on with real input: both are real to the site, and the test prints how many tasks that passed
+(the README says what `--allow-js` still permits).
 """
 import asyncio, contextlib, json, os
 
@@ -190,12 +193,17 @@ def test_no_attack_forges_a_pass(attack, tmp_path):
     lost = [t["task_id"] for t in tasks if t["task_id"] not in results or not (out / t["task_id"] / "episode.json").is_file()]
     assert not lost, f"episodes lost: {lost}"
     passed = {t["task_id"]: results[t["task_id"]]["detail"] for t in tasks if results[t["task_id"]]["ok"]}
-    assert not passed, f"the {attack} attack passed: {passed}"
+    if attack == "synthetic":     # --allow-js: what its script sends the server, and trusted gestures on elements it added, are real
+        print(f"\n--allow-js: the synthetic attacker passed {len(passed)} of {len(tasks)} tasks: {sorted(passed)}")
+    else: assert not passed, f"the {attack} attack passed: {passed}"
     ungraded = {k: (r.get("detail"), r.get("grade_error")) for k, r in results.items() if r["ok"] is not False or r.get("grade_error")}
     assert not ungraded, f"not graded under the {attack} attack: {ungraded}"
     for t in tasks:
         g = json.loads((out / t["task_id"] / "grade_inputs.json").read_text())
         assert not forged_entries(g, g["base"]), f"recorder entries off the run's origin ({t['task_id']}): {forged_entries(g, g['base'])[:3]}"
-        if attack in ("jsurl", "synthetic"):                  # it made no gesture on a MiniWeb page: every entry but a load is synthetic
+        if attack == "jsurl":                                  # refused: it made no gesture on a MiniWeb page, so any entry but a load is forged
             made = [e for e in g.get("record", []) if e.get("type") not in ("load", "network")]
+            assert not made, f"synthetic events recorded ({t['task_id']}): {made[:3]}"
+        if attack == "synthetic":                              # its gestures are clicks, drags and draws: a typed, selected or
+            made = [e for e in g.get("record", []) if e.get("type") in ("input", "select", "submit")]   # submitted entry is its script's
             assert not made, f"synthetic events recorded ({t['task_id']}): {made[:3]}"

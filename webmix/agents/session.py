@@ -571,9 +571,10 @@ async def close_offsite_tabs(bs) -> list:
 async def session_evidence(bs, base: str) -> dict:
     "What the harness's MiniWeb session left on the server: {log, changes, clip, record}, and {session, offsite} (see above)."
     await close_offsite_tabs(bs)
-    (log, changes, clip), record = await asyncio.gather(backend_state(bs, base), admin_get(bs, base, "/_admin/record"))
+    (log, changes, _), record, clip = await asyncio.gather(backend_state(bs, base), admin_get(bs, base, "/_admin/record"),
+                                                           admin_get(bs, base, "/_admin/clipboard"))
     session = {"opened": harness_session(bs, base), "browser": await session_id(bs, base)}
-    return {"log": log, "changes": changes, "clip": clip, "record": record.get("entries", []), "session": session,
+    return {"log": log, "changes": changes, "clip": clip.get("entries", []), "record": record.get("entries", []), "session": session,
             "offsite": list(getattr(bs, "_webmix_offsite", []))}
 
 # %% ../../nbs/agents/02c_session.ipynb #7b5d1f84

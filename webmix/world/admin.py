@@ -154,7 +154,7 @@ def _admin_routes(app, sites, store, key):
         s, (body, size) = _admin_session(store), _posted_json()
         if not isinstance(body.get("text"), str): raise Bad("a clipboard write needs a text")
         with s.lock: _keep(s, "clipboard", {"t": _when(body), "site": str(body.get("site", "")), "text": body["text"][:10000],
-                                            "control_id": str(body.get("control_id") or "")}, size)
+                                            "control_id": str(body.get("control_id") or ""), "url": str(body.get("url") or "")[:2000]}, size)
         return jsonify(ok=True)
 
     @app.route("/_admin/record", methods=["GET", "POST"])
