@@ -16,8 +16,8 @@ from pathlib import Path
 
 from webmix import config
 from webmix.agents import harness as H
+from webmix.agents.playwright import playwright_session
 from webmix.agents import offline as HO
-from webmix.agents import session as HS
 from webmix.data.datagen import run_datagen
 from webmix.data.pool import kept, read_results
 from webmix.data.tasks import all_tasks
@@ -61,7 +61,7 @@ async def playwright_steps(run, base):
             e0 = time.perf_counter()
             ctx = await browser.new_context(viewport=HO.VIEWPORT)
             page = await ctx.new_page()
-            await HS.playwright_session(ctx, page, base)
+            await playwright_session(ctx, page, base)
             await page.goto(base + task["start"]["url"])
             for s in traj["steps"]:
                 if s["action"] in NO_PLAYWRIGHT: continue

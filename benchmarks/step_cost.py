@@ -35,6 +35,7 @@ from webmix import config
 from webmix.agents import harness as H
 from webmix.agents import offline as HO
 from webmix.agents import session as HS
+from webmix.agents.playwright import playwright_session
 from webmix.data.datagen import run_datagen
 from webmix.world.servers import Servers, free_ports
 from webmix.data.pool import kept, read_results
@@ -81,7 +82,7 @@ async def playwright_steps(run, base):
             ctx = await browser.new_context(viewport=HO.VIEWPORT)
             page = await ctx.new_page()
             cdp = await ctx.new_cdp_session(page)
-            await HS.playwright_session(ctx, page, base)
+            await playwright_session(ctx, page, base)
             await page.goto(base + task["start"]["url"])
             await observe(page, cdp)                     # the first observation, before the first action
             steps = traj["steps"]

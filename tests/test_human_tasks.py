@@ -18,7 +18,7 @@ from playwright.async_api import async_playwright
 
 from webmix.world.catalog import FAMILY_OF, MACROS
 from webmix.config import CHROMIUM, admin_headers
-from webmix.agents.session import playwright_acts_on, playwright_session
+from webmix.agents.playwright import playwright_acts_on, playwright_session
 from webmix.world.checks import merge_server_log, verify_task
 from webmix.eval.evaluate import human_tasks
 from webmix.eval.policy_plans import wrong_script

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from webmix.config import CHROMIUM, PKG_DIR, admin_headers, site_split
-from webmix.agents.session import playwright_session_sync
+from webmix.agents.playwright import playwright_session_sync
 import random
 from webmix.world.specs import SpecError, fill_format, format_example, loose_format
 from webmix.world.sites import load_site, load_sites, page_path

@@ -5,13 +5,11 @@ backend read as the browser's own session; the recorder of what the user did; th
 
 # %% auto #0
 __all__ = ['NORMALIZED', 'ROUTER_NOTES', 'QUIET_PREFS', 'RESUME', 'RECORDER_WORLD', 'RECORDER_BINDING', 'RECORDER_JS', 'ARM',
-           'DISARM', 'PLAYWRIGHT_RECORDERS', 'MARK_ATTR', 'VISIBLE_TEXT', 'HarnessSession', 'watch_downloads',
-           'resume_targets_once', 'make_session', 'browser_processes', 'close_session', 'Contexts', 'Recorder',
-           'recorder_setup', 'browser_contexts', 'start_recorder', 'record_tab', 'flush_recorder', 'agent_acts_on',
-           'playwright_session', 'playwright_session_sync', 'playwright_acts_on', 'goto', 'evaluate', 'seen',
-           'session_id', 'harness_session', 'admin_get', 'backend_state', 'session_flags', 'start_url',
-           'new_miniweb_session', 'prepare', 'close_offsite_tabs', 'session_evidence', 'BrowserPage',
-           'enable_clipboard']
+           'DISARM', 'VISIBLE_TEXT', 'HarnessSession', 'watch_downloads', 'resume_targets_once', 'make_session',
+           'browser_processes', 'close_session', 'Contexts', 'Recorder', 'recorder_setup', 'browser_contexts',
+           'start_recorder', 'record_tab', 'flush_recorder', 'agent_acts_on', 'goto', 'evaluate', 'seen', 'session_id',
+           'harness_session', 'admin_get', 'backend_state', 'session_flags', 'start_url', 'new_miniweb_session',
+           'prepare', 'close_offsite_tabs', 'session_evidence', 'BrowserPage', 'enable_clipboard']
 
 # %% ../../nbs/agents/02c_session.ipynb #65e2913d
 import asyncio, json, os, shutil, tempfile, time
@@ -386,57 +384,6 @@ async def agent_acts_on(bs, index: int):
         for cdp, obj in marked:
             try: await cdp.cdp_client.send.Runtime.callFunctionOn(params={"functionDeclaration": DISARM, "objectId": obj}, session_id=cdp.session_id)
             except Exception: pass                   # the document is gone (a select that submitted its form)
-
-# %% ../../nbs/agents/02c_session.ipynb #4fb553e4
-PLAYWRIGHT_RECORDERS: dict = {}   # id(page) -> (its CDP session, its Recorder), for playwright_acts_on
-
-def _wire(cdp, base, sid) -> tuple:
-    "Forward `cdp`'s recorder reports from `base`'s origin to session `sid` as they come (in order); -> (Recorder, the commands that start it)."
-    rec = Recorder(base, sid, Contexts().watch(cdp.on))
-    cdp.on("Runtime.bindingCalled", rec.take)
-    return rec, recorder_setup()
-
-# %% ../../nbs/agents/02c_session.ipynb #1a436c39
-async def playwright_session(context, page, base: str, flags: dict | None = None) -> str:
-    "A fresh MiniWeb session for an async Playwright `page` of `context`, its recorder on; -> the session id."
-    got = await asyncio.to_thread(open_session, base, flags)
-    await context.add_cookies([session_cookie(base, got)])
-    cdp = await context.new_cdp_session(page)
-    rec, commands = _wire(cdp, base, got["session"])
-    for method, params in commands: await cdp.send(method, params)
-    PLAYWRIGHT_RECORDERS[id(page)] = (cdp, rec)
-    return got["session"]
-
-# %% ../../nbs/agents/02c_session.ipynb #d116ff66
-def playwright_session_sync(context, page, base: str, flags: dict | None = None) -> str:
-    "`playwright_session` for the sync Playwright API."
-    got = open_session(base, flags)
-    context.add_cookies([session_cookie(base, got)])
-    cdp = context.new_cdp_session(page)
-    rec, commands = _wire(cdp, base, got["session"])
-    for method, params in commands: cdp.send(method, params)
-    return got["session"]
-
-# %% ../../nbs/agents/02c_session.ipynb #d4810a4e
-MARK_ATTR = "data-webmix-mark"
-
-async def _pw_mark(cdp, rec, expression: str) -> None:
-    for ctx in rec.contexts.recorder_worlds(None):
-        try: await cdp.send("Runtime.evaluate", {"expression": expression, "contextId": ctx})
-        except Exception: pass                       # a world gone with its document
-
-@asynccontextmanager
-async def playwright_acts_on(page, locator):
-    "While the block runs, the recorder records the untrusted `change` Playwright fires on `locator`'s element (see above)."
-    cdp, rec = PLAYWRIGHT_RECORDERS.get(id(page), (None, None))
-    if cdp is not None:
-        mark = os.urandom(6).hex()
-        await locator.evaluate(f"el => el.setAttribute('{MARK_ATTR}', '{mark}')")
-        await _pw_mark(cdp, rec, f"window.__webmixArmed = document.querySelector('[{MARK_ATTR}=\"{mark}\"]')")
-        await locator.evaluate(f"el => el.removeAttribute('{MARK_ATTR}')")
-    try: yield
-    finally:
-        if cdp is not None: await _pw_mark(cdp, rec, "window.__webmixArmed = null")
 
 # %% ../../nbs/agents/02c_session.ipynb #b1568bd3
 async def goto(bs, url: str) -> str:
