@@ -10,6 +10,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                        'webmix.agents.actions._given_file': ('agents/actions.html#_given_file', 'webmix/agents/actions.py'),
                                        'webmix.agents.actions._marked': ('agents/actions.html#_marked', 'webmix/agents/actions.py'),
                                        'webmix.agents.actions._mouse': ('agents/actions.html#_mouse', 'webmix/agents/actions.py'),
+                                       'webmix.agents.actions._plain_text_to_find': ( 'agents/actions.html#_plain_text_to_find',
+                                                                                      'webmix/agents/actions.py'),
                                        'webmix.agents.actions._reach_first': ( 'agents/actions.html#_reach_first',
                                                                                'webmix/agents/actions.py'),
                                        'webmix.agents.actions._too_long': ('agents/actions.html#_too_long', 'webmix/agents/actions.py'),
