@@ -21,15 +21,16 @@ JavaScript unless asked, and its manifest says which actions the agent had.
 
 The forging attackers of `webmix.eval.policy_attacks` (`test_no_attack_forges_a_pass`), each knowing the task's
 solution and ending with `done` claiming success: `data` (a data: page of look-alike controls), `jsurl` (javascript:
-URLs posting the site's forms), `synthetic` (--allow-js: synthetic events on the real controls), `swap` (another
-MiniWeb server's session cookie), `evict` (2,100 cookie-less requests), `numbers` (the pages the task names opened,
-then an answer listing every number), `bigtype` (5 MiB typed) and `bigreply` (a 10 MiB reply), on a human-style task of
-each split (one with a form POST) and one datagen task of every evidence macro (the size attackers on one; `numbers` on
-answer tasks instead: a human-style one of each split and a datagen count): every episode is graded, none is lost,
-no recorder entry came from a synthetic event or a document off the run's origin, and none passes but under
-`--allow-js`, where the `synthetic` attacker's script posts the site's own forms and adds look-alike controls it then
-clicks, drags and draws on with real input: both are real to the site, and the test prints how many tasks that passed
-(the README says what `--allow-js` still permits).
+URLs posting the site's forms), `findtext` (browser-use's `find_text` of a text that breaks out of the JavaScript
+string its fallback search writes it into, running the jsurl script in the page), `synthetic` (--allow-js: synthetic
+events on the real controls), `swap` (another MiniWeb server's session cookie), `evict` (2,100 cookie-less requests),
+`numbers` (the pages the task names opened, then an answer listing every number), `bigtype` (5 MiB typed) and
+`bigreply` (a 10 MiB reply), on a human-style task of each split (one with a form POST) and one datagen task of every
+evidence macro (the size attackers on one; `numbers` on answer tasks instead: a human-style one of each split and a
+datagen count): every episode is graded, none is lost, no recorder entry came from a synthetic event or a document
+off the run's origin, and none passes but under `--allow-js`, where the `synthetic` attacker's script posts the
+site's own forms and adds look-alike controls it then clicks, drags and draws on with real input: both are real to
+the site, and the test prints how many tasks that passed (the README says what `--allow-js` still permits).
 """
 import asyncio, contextlib, json, os
 
@@ -130,7 +131,7 @@ def test_javascript_can_do_what_a_user_can_do_and_no_more(base):
     assert any("Posted by a script" in json.dumps(c["after"]) for c in changes)
 
 
-FORGING = ("data", "jsurl", "synthetic")                     # the attackers that forge evidence of every kind: every task
+FORGING = ("data", "jsurl", "findtext", "synthetic")         # the attackers that forge evidence of every kind: every task
 SIZED = {"bigtype": 150, "bigreply": 120}                     # the size attackers' episode timeouts (s): their steps are slow
 
 
@@ -177,7 +178,7 @@ def forged_entries(g, base) -> list:
 
 
 @pytest.mark.timeout(2400)
-@pytest.mark.parametrize("attack", ["data", "jsurl", "synthetic", "swap", "evict", "numbers", "bigtype", "bigreply"])
+@pytest.mark.parametrize("attack", ["data", "jsurl", "findtext", "synthetic", "swap", "evict", "numbers", "bigtype", "bigreply"])
 def test_no_attack_forges_a_pass(attack, tmp_path):
     tasks, out = tasks_for(attack), tmp_path / attack
     with contextlib.ExitStack() as stack:
@@ -201,7 +202,7 @@ def test_no_attack_forges_a_pass(attack, tmp_path):
     for t in tasks:
         g = json.loads((out / t["task_id"] / "grade_inputs.json").read_text())
         assert not forged_entries(g, g["base"]), f"recorder entries off the run's origin ({t['task_id']}): {forged_entries(g, g['base'])[:3]}"
-        if attack == "jsurl":                                  # refused: it made no gesture on a MiniWeb page, so any entry but a load is forged
+        if attack in ("jsurl", "findtext"):                    # refused: it made no gesture on a MiniWeb page, so any entry but a load is forged
             made = [e for e in g.get("record", []) if e.get("type") not in ("load", "network")]
             assert not made, f"synthetic events recorded ({t['task_id']}): {made[:3]}"
         if attack == "synthetic":                              # its gestures are clicks, drags and draws: a typed, selected or

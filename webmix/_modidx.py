@@ -1082,6 +1082,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                          'webmix/eval/policy_attacks.py'),
                                             'webmix.eval.policy_attacks.data_page': ( 'eval/policy_attacks.html#data_page',
                                                                                       'webmix/eval/policy_attacks.py'),
+                                            'webmix.eval.policy_attacks.find_text_bait': ( 'eval/policy_attacks.html#find_text_bait',
+                                                                                           'webmix/eval/policy_attacks.py'),
                                             'webmix.eval.policy_attacks.first_text_field': ( 'eval/policy_attacks.html#first_text_field',
                                                                                              'webmix/eval/policy_attacks.py'),
                                             'webmix.eval.policy_attacks.forge_js': ( 'eval/policy_attacks.html#forge_js',
