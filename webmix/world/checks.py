@@ -455,8 +455,8 @@ def recorded_events(entries, site=None, base=None) -> list:
 # %% ../../nbs/world/03_checks.ipynb #1e4f5588
 def site_clips(clip, site, base) -> list:
     """The clipboard writes made on `site`'s pages: naming the site, and on base's server when they carry a `url` or an
-    `origin`; a bare text (grade inputs saved before the entries were kept whole) is kept as it is."""
-    return [e for e in clip or [] if isinstance(e, str) or isinstance(e, dict) and e.get("site") == site
+    `origin`; a bare text (what grade inputs held before the writes were kept whole) says neither, and does not count."""
+    return [e for e in clip or [] if isinstance(e, dict) and e.get("site") == site
             and (not e.get("url") or on_site(e["url"], site, base)) and (not e.get("origin") or origin(e["origin"]) == origin(base))]
 
 # %% ../../nbs/world/03_checks.ipynb #80938e56
