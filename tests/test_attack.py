@@ -197,7 +197,7 @@ def test_no_attack_forges_a_pass(attack, tmp_path):
     if attack == "synthetic":     # --allow-js: what its script sends the server, and trusted gestures on elements it added, are real
         print(f"\n--allow-js: the synthetic attacker passed {len(passed)} of {len(tasks)} tasks: {sorted(passed)}")
     else: assert not passed, f"the {attack} attack passed: {passed}"
-    ungraded = {k: (r.get("detail"), r.get("grade_error")) for k, r in results.items() if r["ok"] is not False or r.get("grade_error")}
+    ungraded = {k: (r.get("detail"), r.get("grade_error")) for k, r in results.items() if r["ok"] not in (True, False) or r.get("grade_error")}
     assert not ungraded, f"not graded under the {attack} attack: {ungraded}"
     for t in tasks:
         g = json.loads((out / t["task_id"] / "grade_inputs.json").read_text())
