@@ -332,7 +332,7 @@ def _seen(item, seen, tolerance=0.0) -> bool:
 
 # %% ../../nbs/world/03_checks.ipynb #cd1b3fb0
 def pattern_value(pattern):
-    "The one number or date a regex spells out (its lookarounds and word boundaries aside: `(?<![\\w.,])3(?!\\w)` -> '3'), else None."
+    "The one number or date a regex spells out (its lookarounds and word boundaries aside: `\\b3\\b` -> '3'), else None."
     core = re.sub(r"\\(.)", r"\1", re.sub(r"\(\?<?[=!](?:\[[^\]]*\]|\\.|[^()])*\)|\\b", "", pattern))
     return core if re.fullmatch(r"[$€£]?[\d.,:-]+%?", core) and (number(core) is not None or dates_in(core)) else None
 
