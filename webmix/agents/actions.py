@@ -11,6 +11,7 @@ __all__ = ['RANGE_THUMB_PX', 'JS_ACTIONS', 'UNSAFE_TO_FIND', 'use_normalized_coo
 
 # %% ../../nbs/agents/02d_actions.ipynb #207c3bfb
 import re, time
+from urllib.parse import quote_plus
 from functools import cache
 from pydantic import BaseModel, Field
 from .offline import ActionResult, BrowserSession, Tools, VIEWPORT
@@ -276,7 +277,6 @@ def _wrap(tools, name: str, before):
 async def _reach_first(params, context, run):
     url, bs = getattr(params, "url", None), context.get("browser_session")
     if url is None:                                   # search: the engine's address
-        from urllib.parse import quote_plus
         url = f"https://duckduckgo.com/?q={quote_plus(getattr(params, 'query', ''))}"
     reach = getattr(bs, "_webmix_reach", None)
     why = reach.refusal(url) if reach is not None else (None if plain_url(url) else f"Refused: {str(url)[:80]!r} is not a plain http(s) address.")
