@@ -6,15 +6,13 @@ answer tiers."""
 
 # %% auto #0
 __all__ = ['ISO_DATE', 'ACTION_ALIASES', 'TARGET_KEYS', 'NUMBER', 'SIGNED', 'MONTHS', 'MONTH_NUMBER', 'NOT_NUMBERS', 'LINKS',
-           'MONEY', 'MAX_ASIDES', 'ANSWER_MATCHERS', 'ENTRY_MATCHERS', 'RELAXED_FIELDS', 'LOCAL_ORIGIN',
-           'RECORDED_ACTIONS', 'INPUT_ACTIONS', 'EVENT_TARGET', 'LOG_FIELDS', 'TIERS', 'JUDGE_ASK', 'norm', 'number',
-           'recorded_date', 'value_matches', 'show', 'match_request', 'match_change', 'match_clipboard', 'action_of',
-           'match_event', 'numbers_in', 'clean_answer', 'contains_phrase', 'without_phrases', 'date_mentions',
-           'dates_in', 'number_mentions', 'hedged', 'pattern_value', 'check_answer', 'run_check', 'gate',
-           'relax_recorded_dates', 'rebase', 'recorded_action', 'recorded_target', 'origin', 'on_site',
-           'recorded_events', 'site_clips', 'GateInputs', 'gate_task', 'merge_server_log', 'check_condition',
-           'verify_macro', 'precise_match', 'answer_values', 'judge_answer', 'grade_answer', 'task_trajectory',
-           'verify_task']
+           'MONEY', 'MAX_ASIDES', 'ENTRY_MATCHERS', 'RELAXED_FIELDS', 'LOCAL_ORIGIN', 'RECORDED_ACTIONS',
+           'INPUT_ACTIONS', 'EVENT_TARGET', 'LOG_FIELDS', 'norm', 'number', 'recorded_date', 'value_matches', 'show',
+           'match_request', 'match_change', 'match_clipboard', 'action_of', 'match_event', 'numbers_in', 'clean_answer',
+           'contains_phrase', 'without_phrases', 'date_mentions', 'dates_in', 'number_mentions', 'hedged',
+           'check_answer', 'run_check', 'gate', 'relax_recorded_dates', 'rebase', 'recorded_action', 'recorded_target',
+           'origin', 'on_site', 'recorded_events', 'site_clips', 'GateInputs', 'gate_task', 'merge_server_log',
+           'check_condition', 'verify_macro', 'precise_match', 'grade_answer', 'task_trajectory', 'verify_task']
 
 # %% ../../nbs/world/03_checks.ipynb #b7912b3b
 import json, math, re
@@ -298,62 +296,12 @@ def hedged(expected, answer, question=None, tolerance=0.0) -> list:
     asides = [w for w, k in others if k[0] != "code"]
     return rivals or (asides if len(set(asides)) > MAX_ASIDES else [])
 
-# %% ../../nbs/world/03_checks.ipynb #630527cc
-# each -> (ok, the evidence that must have been seen, a note on what differs)
-def _answer_exact(check, answer):
-    return clean_answer(answer) == clean_answer(check["value"]), [str(check["value"])], ""
-
-# %% ../../nbs/world/03_checks.ipynb #ba9e6203
-def _answer_numeric(check, answer):
-    x, tol = number(check["value"]), float(check.get("tolerance", 0)) + 1e-9
-    if x is None: return False, [], f"the check's value {check['value']!r} is not a number"
-    found = numbers_in(answer, signed=x < 0)
-    return any(abs(y - x) <= tol for y in found), [x], f"numbers in it: {found}"
-
-# %% ../../nbs/world/03_checks.ipynb #343b158e
-def _answer_set(check, answer):
-    items = [str(v) for v in check["value"]]
-    missing = [v for v in items if not contains_phrase(answer, v)]
-    rest = without_phrases(answer, items)          # a choice inside an expected item ("Dune" in "Dune Messiah") is no extra
-    extra = [str(c) for c in check.get("choices", []) if str(c) not in items and contains_phrase(rest, c)]
-    return not (missing or extra), items, ", ".join(f"{k} {v}" for k, v in (("missing", missing), ("extra", extra)) if v)
-
-# %% ../../nbs/world/03_checks.ipynb #80969185
-def _answer_regex(check, answer):
-    m = re.search(check["pattern"], str(answer), re.I)
-    return m is not None, [m.group(0)] if m else [], ""
-
-ANSWER_MATCHERS = {"exact": _answer_exact, "numeric": _answer_numeric, "set": _answer_set, "regex": _answer_regex}
-
-# %% ../../nbs/world/03_checks.ipynb #cc4e03bc
-def _seen(item, seen, tolerance=0.0) -> bool:
-    if isinstance(item, float): return any(abs(y - item) <= tolerance + 1e-9 for s in seen for y in numbers_in(s, signed=item < 0))
-    return any(contains_phrase(s, item) for s in seen)
-
-# %% ../../nbs/world/03_checks.ipynb #cd1b3fb0
-def pattern_value(pattern):
-    "The one number or date a regex spells out (its lookarounds and word boundaries aside: `\\b3\\b` -> '3'), else None."
-    core = re.sub(r"\\(.)", r"\1", re.sub(r"\(\?<?[=!](?:\[[^\]]*\]|\\.|[^()])*\)|\\b", "", pattern))
-    return core if re.fullmatch(r"[$€£]?[\d.,:-]+%?", core) and (number(core) is not None or dates_in(core)) else None
-
 # %% ../../nbs/world/03_checks.ipynb #7bf6c42e
 def check_answer(check, answer, seen, question=None):
-    "The answer matches (exact, numeric, set, regex), asserts one value (not `hedged`) and its evidence appeared in `seen`."
-    expected = check.get("pattern") if check["match"] == "regex" else check.get("value")
-    if check["match"] not in ANSWER_MATCHERS: raise ValueError(f"unknown answer match {check['match']!r}; one of {list(ANSWER_MATCHERS)}")
-    want = f"{check['match']} {show(expected)}"
-    if answer is None or not str(answer).strip(): return False, f"no answer given (expected {want})", None
-    ok, evidence, note = ANSWER_MATCHERS[check["match"]](check, answer)
-    if not ok: return False, f"answer {show(answer)} does not match {want}" + (f" ({note})" if note else ""), None
-    asserts = [] if check["match"] == "set" else [check["value"]] if check["match"] != "regex" else [pattern_value(expected)]
-    if rivals := hedged([v for v in asserts if v is not None], answer, question, float(check.get("tolerance", 0))):
-        return False, f"answer {show(answer)} hedges: besides {want} it gives {show(rivals)}", None
-    evidence = check.get("evidence", evidence)
-    unseen = [e for e in evidence if not _seen(e, seen or [], float(check.get("tolerance", 0)))]
-    if unseen:
-        return (False, f"answer {show(answer)} matches {want}, but {show(unseen[0])} never appeared on any of the "
-                f"{len(seen or [])} screens the agent saw", None)
-    return True, f"answer {show(answer)} matches {want}, seen on screen", {"answer": answer, "evidence": evidence}
+    """A datagen answer check -> (ok, detail, evidence): graded by the value the answer asserts, its evidence seen on
+    screen (`webmix.world.answers.check_answer`)."""
+    from webmix.world.answers import check_answer as typed_check      # answers reads values with this module's readers
+    return typed_check(check, answer, seen, question)
 
 # %% ../../nbs/world/03_checks.ipynb #4e10d699
 ENTRY_MATCHERS = {"request": (match_request, "log"), "change": (match_change, "changes"),
@@ -524,58 +472,12 @@ def precise_match(expected, answer) -> bool:
     if x is not None: return any(abs(y - x) < 1e-6 for y in numbers_in(answer))
     return contains_phrase(answer, expected)
 
-# %% ../../nbs/world/03_checks.ipynb #eea874d7
-def _values(m): return m["value"] if isinstance(m.get("value"), list) else [m.get("value")]
-
-def answer_values(spec) -> list:
-    "The values a verifier's answer must assert (`hedged`): its exact and precise values, else what its regex patterns spell out."
-    ms = spec.get("matchers") or []
-    return ([v for m in ms if m.get("tier") != "regex" for v in _values(m)]
-            or [v for m in ms if m.get("tier") == "regex" and (v := pattern_value(m["pattern"])) is not None])
-
-TIERS = {"regex": lambda m, a: re.search(m["pattern"], a, re.I) is not None,
-         "exact": lambda m, a: any(clean_answer(a) == clean_answer(v) for v in _values(m)),
-         "precise": lambda m, a: any(precise_match(v, a) for v in _values(m))}
-
-JUDGE_ASK = """You grade the final answer of a web agent.
-User's request: {question}
-Expected answer: {expected}
-{rubric}Agent's answer: {answer}
-Does the agent's answer give the expected answer (wording may differ; a different or missing value is wrong)?
-Reply YES or NO, then one short sentence why."""
-
-# %% ../../nbs/world/03_checks.ipynb #5299f2a3
-def judge_answer(spec, answer, question) -> dict:
-    "The LLM tier: an OpenAI-compatible judge when WEBMIX_JUDGE_MODEL and WEBMIX_JUDGE_URL are set, else skipped."
-    judge = judge_settings()
-    if judge is None:
-        return {"tier": "llm", "passed": False, "skipped": True, "detail": "LLM tier skipped: WEBMIX_JUDGE_MODEL/WEBMIX_JUDGE_URL not set"}
-    from openai import OpenAI                       # only when a judge is configured: grading never needs it otherwise
-    llm = spec.get("llm") or {}
-    expected = llm.get("expected") or "; ".join(str(m.get("value") or m.get("pattern")) for m in spec.get("matchers") or [])
-    prompt = JUDGE_ASK.format(question=question or "(not given)", expected=expected, answer=answer,
-                              rubric=f"Rubric: {llm['rubric']}\n" if llm.get("rubric") else "")
-    client = OpenAI(base_url=judge["url"], api_key=judge["key"])
-    reply = client.chat.completions.create(model=judge["model"], temperature=0, max_tokens=120,
-                                           messages=[{"role": "user", "content": prompt}]).choices[0].message.content or ""
-    return {"tier": "llm", "passed": reply.strip().upper().startswith("YES"), "skipped": False, "model": judge["model"],
-            "detail": reply.strip()[:300]}
-
 # %% ../../nbs/world/03_checks.ipynb #75fa9815
 def grade_answer(spec, answer, question=None) -> dict:
-    "The answer through the tiers regex, exact, precise (failed when `hedged`), then LLM -> {required, passed, tier, skipped, detail}."
-    if not spec: return {"required": False, "passed": True, "tier": None, "skipped": False, "detail": "no answer required"}
-    if answer is None or not str(answer).strip():
-        return {"required": True, "passed": False, "tier": None, "skipped": False, "detail": "no answer given"}
-    for tier in TIERS:
-        if any(TIERS[tier](m, str(answer)) for m in spec.get("matchers") or [] if m.get("tier") == tier):
-            rivals = hedged(answer_values(spec), str(answer), question)       # the expected value, but among others
-            return {"required": True, "passed": not rivals, "tier": None if rivals else tier, "skipped": False,
-                    "detail": f"answer {show(answer)} hedges: besides the expected value it gives {show(rivals)}" if rivals
-                    else f"{tier} matcher passed"}
-    judged = judge_answer(spec, str(answer), question)
-    detail = f"answer {show(answer)} failed the regex, exact and precise matchers; {judged['detail']}"
-    return {"required": True, **judged, "tier": "llm" if judged["passed"] else None, "detail": detail}
+    """A human verifier's answer block -> {required, passed, tier, skipped, detail, ...}: graded by the value the answer
+    asserts, else by the LLM tier when one is configured, else ungraded, passed None (`webmix.world.answers.grade_answer`)."""
+    from webmix.world.answers import grade_answer as typed_grade      # answers reads values with this module's readers
+    return typed_grade(spec, answer, question)
 
 # %% ../../nbs/world/03_checks.ipynb #2754bb22
 def task_trajectory(trajectory, base, sites) -> list:
@@ -586,14 +488,15 @@ def task_trajectory(trajectory, base, sites) -> list:
 # %% ../../nbs/world/03_checks.ipynb #3202f944
 def verify_task(verifier, trajectory, answer, question=None, base=None, sites=None) -> dict:
     """Grade an annotated task: every macro's conditions over the trajectory (its `task_trajectory` part, given `sites`),
-    and the answer -> {passed, summary, by_macro, answer}."""
+    and the answer -> {passed, summary, by_macro, answer}; passed None when the macros pass and the answer is ungraded
+    (no judge configured for an answer the typed grader cannot decide)."""
     if sites is not None: trajectory = task_trajectory(trajectory, base, sites)
     by_macro = {name: verify_macro(spec, trajectory) for name, spec in (verifier.get("macros") or {}).items()}
     ans = grade_answer(verifier.get("answer"), answer, question)
     failed = [f"{name}: " + "; ".join(c["detail"] for c in r["conditions"] if not c["passed"])
               for name, r in by_macro.items() if not r["passed"]]
-    passed = not failed and ans["passed"]
-    summary = (f"{'passed' if passed else 'failed'}: {len(by_macro) - len(failed)}/{len(by_macro)} macros"
+    passed = False if failed or ans["passed"] is False else ans["passed"]      # None: the answer is ungraded
+    summary = (f"{'passed' if passed else 'failed' if passed is False else 'ungraded'}: {len(by_macro) - len(failed)}/{len(by_macro)} macros"
                + (f"; answer by {ans['tier']} tier" if ans["passed"] and ans["required"] else f"; {ans['detail']}")
                + "".join(f" | {f}" for f in failed))
     return {"passed": passed, "summary": summary, "by_macro": by_macro, "answer": ans}
