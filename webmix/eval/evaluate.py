@@ -298,7 +298,7 @@ async def run_episode(unit, worker) -> dict:
     o, task, key = worker.options, unit["task"], unit_key(unit)
     ep, res, kept, seen, held = worker.stage(key), {"arm": o.arm, "ok": False, **({"allow_js": True} if o.allow_js else {})}, [], [], {}
     H.CHAT_FAILURES.set(failures := [])                # this episode's model calls note their failures here
-    calls = start_episode(o.cache)                     # ... and their usage, answered from the cache when it has them
+    calls = start_episode(o.cache, unit.get("repeat", 0))   # ... and their usage, answered from the cache when it has them
     async with worker.browser() as bs:
         page = HS.BrowserPage(bs, worker.base)
         prompt, start = await task.prepare(page)
