@@ -104,7 +104,7 @@ def make_count(ctx):
     if o is None: return None
     q = filter_query(ctx.c, o)
     n = len(list_rows(ctx.site, ctx.pid, {**args, **q}))
-    check = {"kind": "answer", "match": "numeric", "value": n, "tolerance": 0}
+    check = {"kind": "answer", "match": "numeric", "type": "count", "value": n, "tolerance": 0}
     text = (ctx.say("count_entries_search", items=ctx.items, q=o["text"]) if ctx.c["kind"] == "search"
             else ctx.say("count_entries", items=ctx.items, cond=condition(ctx, o)))
     return make_task(ctx, text, query_url(ctx.list_path, args),
@@ -114,10 +114,17 @@ ASKABLE = {"text", "email", "int", "money", "date", "choice", "ref", "bool"}
 
 # %% ../../nbs/data/02b_makers.ipynb #84dc1c56
 def answer_check(ctx, fn, row):
-    "The answer check for field fn of a record: numbers by value, everything else as the page prints it."
+    """The answer check for field fn of a record, typed: an int a count and money an amount, by value; a date; a
+    choice or a yes/no with its choices; any other text (a title, a name, an email) a name; as the page prints it."""
     f, v = ctx.field(fn), row[fn]
-    if f["type"] in ("int", "money"): return {"kind": "answer", "match": "numeric", "value": float(v), "tolerance": 0.01}
-    return {"kind": "answer", "match": "exact", "value": shown(ctx.site, ctx.cname, fn, v) if f["type"] != "bool" else fmt_value(v, f)}
+    if f["type"] in ("int", "money"):
+        return {"kind": "answer", "match": "numeric", "type": "count" if f["type"] == "int" else "amount",
+                "value": float(v), "tolerance": 0.01}
+    check = {"kind": "answer", "match": "exact", "type": {"date": "date", "choice": "choice", "bool": "choice"}.get(f["type"], "name"),
+             "value": shown(ctx.site, ctx.cname, fn, v) if f["type"] != "bool" else fmt_value(v, f)}
+    if f["type"] == "choice": check["choices"] = [str(o) for o in f.get("options") or []]
+    if f["type"] == "bool": check["choices"] = ["Yes", "No"]
+    return check
 
 # %% ../../nbs/data/02b_makers.ipynb #db0ebebd
 def listed_row(ctx):
@@ -449,7 +456,8 @@ def make_toast(ctx):
     code = confirmation_code(ctx.site, ctx.cname, rid)
     a_item = ("an " if ctx.item[:1] in "aeiou" else "a ") + ctx.item
     task["instruction"] = ctx.say("read_toast", a_item=a_item, fields=_phrase(ctx, pairs))
-    task["check"], task["verifier"] = {"kind": "answer", "match": "exact", "value": code}, {"checks": [task["check"]]}
+    task["check"] = {"kind": "answer", "match": "exact", "type": "name", "value": code}
+    task["verifier"] = {"checks": [task["check"]]}
     task["option"]["code"] = code
     return task
 
@@ -491,10 +499,12 @@ def make_board(ctx):
     else:
         col, key = ctx.pick([o["value"] for o in c["options"] if o["value"] != col_of(row)]), "reorder_by_drag"
     if col is None: return None
-    return make_task(ctx, ctx.say(key, title=ctx.title(row), col=col), ctx.url(),
+    text = ctx.say(key, title=ctx.title(row), col=col)
+    top = key == "reorder_by_drag_top" or re.search(r"\bat the top of\b", text.replace(ctx.title(row), ""))
+    return make_task(ctx, text, ctx.url(),                   # only a wording that asks for the top checks the place
                      {"record": row["id"], "title": ctx.title(row), "column": col, "from": col_of(row)},
                      {"kind": "change", "collection": ctx.cname, "op": "update", "id": row["id"],
-                      "fields": {grp: col, order: 1}},
+                      "fields": {grp: col, order: 1} if top else {grp: col}},
                      verifier={"checks": [{"kind": "event", "action": "drag", "target": c["control_id"]}]})
 
 # %% ../../nbs/data/02b_makers.ipynb #5e0995d4
