@@ -35,6 +35,7 @@ KINDS = {
     "judge_error": "an episode a judge could not judge: a line of <run>_judge/errors.jsonl",
     "prompt": "a chat request an evaluation episode's model was sent: a line of <run>/<task_id>/prompts.jsonl",
     "chain_backend": "what the backend recorded during a planner chain: <out>/<chain id>/backend.json",
+    "grader_report": "the graders' negative controls: what `webmix check-graders --out FILE` writes",
 }
 
 # %% ../nbs/01_formats.ipynb #90f03b4a
