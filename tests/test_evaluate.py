@@ -7,6 +7,7 @@ import json, subprocess
 from webmix.eval import evaluate as E
 from webmix.records import ProposedTask
 from webmix.agents.llm import ScriptedServer
+from webmix.eval.regrade import regrade
 
 MODELS = ["qwen35-4b", "drag", "io", "select", "rest", "reasoning", "pooled"]
 
@@ -355,18 +356,22 @@ def test_a_grader_that_fails_keeps_the_episode_as_success_unknown_and_regrade_gr
     assert (ep / "grade_inputs.json").exists() and (ep / "episode.json").exists() and (ep / "final.png").exists()
     df = E.load_results(out)
     table = E.success_table(df)
-    assert table.loc["not graded", "base"] == "1" and table.loc["all", "base"] == E.MISSING     # neither a pass nor a fail
-    assert E.tally(df) == {f"base/{r['family']}": {"ok": 0, "episodes": 0, "not_graded": 1}}
+    assert table.loc["ungraded", "base"] == "1" and table.loc["all", "base"] == E.MISSING     # neither a pass nor a fail
+    assert table.loc["masked", "base"] == "0" and table.loc["episodes", "base"] == "1"
+    assert E.tally(df) == {f"base/{r['family']}": {"ok": 0, "episodes": 0, "ungraded": 1, "masked": 0}}
     # a grader that still fails leaves it a grade error; one that answers grades it
     broken = [{**task[0].to_dict(), "verifier": {"macros": ["not", "a", "mapping"]}}]
-    assert E.regrade(broken, out) == {"not_graded": 1, "changed": 0}
+    assert pick(regrade(broken, out), "ungraded", "regraded", "changed", "could_not") == (1, 1, 0, 0)
     with ScriptedServer("YES: the answer gives the count.") as judge:
         monkeypatch.setenv("WEBMIX_JUDGE_MODEL", "judge")
         monkeypatch.setenv("WEBMIX_JUDGE_URL", judge.base_url)
-        got = E.regrade(task, out)
+        got = regrade(task, out)
     (line,) = [json.loads(l) for l in (out / "results_regraded.jsonl").read_text().splitlines()]
-    assert got == {"failed": 1, "changed": 1} and line["ok"] is False and "grade_error" not in line, line
+    assert pick(got, "failed", "changed") == (1, 1) and line["ok"] is False and "grade_error" not in line, line
     assert line["cause"].startswith("not graded a success: failed: ") and "answer by llm tier" in line["detail"]   # the judge said YES
+
+
+def pick(d, *keys) -> tuple: return tuple(d.get(k, 0) for k in keys)
 
 
 def test_site_variants_are_episodes_of_their_own_graded_alike(tmp_path, capsys):
@@ -390,3 +395,70 @@ def test_site_variants_are_episodes_of_their_own_graded_alike(tmp_path, capsys):
             assert rec.get("variant", 0) == lines[k].get("variant", 0) and rec["layout"] == "agent" and rec["steps"]
         table = capsys.readouterr().out.split("variant  units")[1].splitlines()
         assert [row.split()[:3] for row in table[1:3]] == [["0", "2", str(2 * want)], ["1", "2", str(2 * want)]], table
+
+
+SHORT, LONG = "seat-waiting-party", "cheapest-nonstop-flight"      # the stand-in's plays: 3 steps, 7 steps
+
+
+def test_a_400_is_the_agents_failure_and_retry_failed_runs_only_masked_episodes(tmp_path):
+    """`webmix evaluate --human --arm base` against the stand-in answering HTTP 400 "maximum context length" from each
+    episode's fifth step on: the 3-step task passes, the 7-step one is graded a failure (counted in the success table,
+    not masked); the manifest and the table say the stand-in answered. With one masked line added (a MiniWeb server
+    that would not start), `--retry-failed` runs that episode again and not the agent's failure."""
+    from webmix.eval.policy import serve_policy
+    out, log = tmp_path / "run", tmp_path / "requests.jsonl"
+    with serve_policy(port=0, overflow_at=5, request_log=str(log)) as srv:
+        cmd = ["webmix", "evaluate", "--human", "--task-ids", f"{SHORT},{LONG}", "--arm", "base", "--vllm", srv.base_url,
+               "--out", str(out), "--workers", "1"]
+        first = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert first.returncode == 0, first.stderr[-3000:]
+        lines = {r["task_id"]: r for r in E.runs.read_results(out)}
+        assert lines[SHORT]["ok"] is True, lines[SHORT]
+        long = lines[LONG]
+        assert long["ok"] is False and not long.get("masked") and "maximum context length" in long["model_refused"], long
+        assert long["cause"].startswith("not graded a success: the model server refused the agent's request"), long
+        assert "model_error" not in long and long["steps"] >= 4, long
+        table = E.success_table(E.load_results(out))
+        arm = "base (scripted stand-in)"
+        assert table.loc["all", arm] == "1/2" and table.loc["masked", arm] == "0" and table.loc["episodes", arm] == "2", table
+        assert arm in first.stdout and "2 episodes: 2 graded, 0 masked, 0 ungraded" in first.stdout, first.stdout
+        models = json.loads((out / "manifest.json").read_text())["models"]
+        assert models and all("scripted stand-in" in m["served_by"] for m in models), models
+        # a masked line for the passing task, as the engine writes one for a server that would not start
+        masked = {**lines[SHORT], "ok": False, "masked": True, "cause": "MiniWeb server: RuntimeError: it would not start"}
+        for k in ("detail", "steps", "answer", "done", "models"): masked.pop(k, None)
+        with open(out / "results.jsonl", "a") as f: f.write(json.dumps(masked) + "\n")
+        asked = len(log.read_text().splitlines())
+        again = subprocess.run(cmd + ["--retry-failed"], capture_output=True, text=True, timeout=600)
+        assert again.returncode == 0, again.stderr[-3000:]
+    keys = [r["task_id"] for r in E.runs.read_results(out)]
+    assert keys.count(SHORT) == 3 and keys.count(LONG) == 1, keys           # only the masked episode ran again
+    assert E.runs.latest(E.runs.read_results(out))[SHORT]["ok"] is True
+    assert len(log.read_text().splitlines()) > asked
+
+
+def test_a_planner_whose_model_fails_before_delegating_leaves_its_episode(tmp_path):
+    """agent_planner: the planner's model fails on its first turn. A 5xx masks the episode, a 400 is graded a failure;
+    either way the episode folder is kept. The specialists are given the task's files."""
+    from webmix.agents.agent import Team
+    task = [t for t in E.human_tasks("test") if t["task_id"] == SHORT]
+    for status in (500, 400):
+        def planner(req):
+            if not req.get("response_format"): return "ok"
+            raise RuntimeError("scripted fault: HTTP 500")      # ScriptedServer answers 500
+        srv = ScriptedServer({"planner": planner, "qwen35-4b": always_done})
+        if status == 400:                                      # the planner's prompt over the context, as vLLM says it
+            from flask import request
+            from webmix.eval.policy import overflow
+            inner = srv.app.view_functions["completions"]
+            srv.app.view_functions["completions"] = lambda: (overflow(request.get_json()) if request.get_json().get("model") == "planner"
+                                                             else inner())
+        with srv:
+            E.run_evaluate(task, tmp_path / str(status), arm="agent_planner", vllm=srv.base_url, planner_name="planner",
+                           workers=1, progress=False)
+        (r,) = E.runs.read_results(tmp_path / str(status))
+        assert (tmp_path / str(status) / SHORT / "episode.json").exists() and "trace" not in r, r
+        if status == 500: assert r["masked"] is True and r["ok"] is None and r["cause"].startswith("model server failed"), r
+        else: assert r["ok"] is False and not r.get("masked") and "maximum context length" in r["model_refused"], r
+    team = Team(lambda f: "base", "http://127.0.0.1:9/v1", "the task", files=["/tmp/report.pdf"])
+    assert team.specialist("Out-of-page I/O", "Upload the report.", "base", "http://127.0.0.1:9/").available_file_paths == ["/tmp/report.pdf"]

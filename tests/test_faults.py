@@ -17,8 +17,9 @@ tests/test_orphans.py for the runner killed alone); for the judge it is
 tests/test_taskgen.py::test_sigkill_during_judge_then_rerun_judges_no_episode_twice. Online's is folded in here.
 (a) and (b) do not apply to the judge (no browser, no MiniWeb).
 
-A model server that fails is not the agent's failure: evaluate leaves such an episode not graded (ok null), online
-calls it an error; a model whose replies are not valid steps failed on its own, and the line names why."""
+A model server that fails is not the agent's failure: evaluate masks such an episode (masked: true, counted apart,
+the only kind --retry-failed runs again), online calls it an error; a model whose replies are not valid steps failed
+on its own, and the line names why (a 4xx from the model server is the agent's too: tests/test_evaluate.py)."""
 import json, os, re, shutil, signal, subprocess, threading, time
 from pathlib import Path
 
@@ -262,27 +263,27 @@ def evaluate_run(tmp_path_factory):
             "port_free": until(lambda: port_free(port), 10)}
 
 
-# (cause pattern, ok): a model server that failed, or a MiniWeb server that died before the grade inputs were read,
-# is not the agent's failure: its episode is not graded (ok null, --retry-failed runs it again); a model whose
-# replies are not valid steps failed on its own (ok false, the reason named)
+# (cause pattern, ok, masked): a model server that failed, a browser or MiniWeb server that died, is not the agent's
+# failure: its episode is masked (counted apart, --retry-failed runs it again); a model whose replies are not valid
+# steps, or that ran past the timeout, failed on its own (ok false, the reason named)
 SERVER = re.compile(r"^model server failed: ")
 EVAL_CELLS = {
-    "chromium": (re.compile(r"browser|cdp|chromium", re.I), False),
-    "miniweb": (re.compile(r"^no grade inputs: .*(refused|connect)", re.I), None),
-    "http500": (re.compile(r"^model server failed: .*\b500\b"), None),
-    "malformed": (re.compile(r"^not graded a success: the model's replies were not valid steps \(ValidationError"), False),
-    "garbage": (re.compile(r"^model server failed: .*(json|decode|pars)", re.I), None),
-    "hang": (re.compile(rf"^timeout after {EVAL_TIMEOUT:g}s$"), False),
-    "goaway": (re.compile(r"^model server failed: .*connect", re.I), None),
+    "chromium": (re.compile(r"browser|cdp|chromium", re.I), False, True),
+    "miniweb": (re.compile(r"^no grade inputs: .*(refused|connect)", re.I), None, True),
+    "http500": (re.compile(r"^model server failed: .*\b500\b"), None, True),
+    "malformed": (re.compile(r"^not graded a success: the model's replies were not valid steps \(ValidationError"), False, False),
+    "garbage": (re.compile(r"^model server failed: .*(json|decode|pars)", re.I), None, True),
+    "hang": (re.compile(rf"^timeout after {EVAL_TIMEOUT:g}s$"), False, False),
+    "goaway": (re.compile(r"^model server failed: .*connect", re.I), None, True),
 }
 
 
 @pytest.mark.timeout(400)
 @pytest.mark.parametrize("case", list(EVAL_CELLS))
 def test_evaluate_fault_fails_its_one_unit_with_its_cause(evaluate_run, case):
-    cause_re, ok = EVAL_CELLS[case]
+    cause_re, ok, masked = EVAL_CELLS[case]
     (line,) = evaluate_run["by_case"][case]                       # exactly one line
-    assert line["ok"] is ok and line["cause"], line
+    assert line["ok"] is ok and line["cause"] and bool(line.get("masked")) is masked, line
     assert bool(line.get("model_error")) == bool(SERVER.search(line["cause"])), line
     if case in ("chromium", "miniweb"): assert evaluate_run["cases"].did(case)[0][1], f"no {case} process was found to kill"
     assert cause_re.search(line["cause"]), (case, line["cause"], line.get("detail"))
@@ -294,7 +295,9 @@ def test_evaluate_run_finishes_every_unit_and_leaves_nothing_running(evaluate_ru
     assert sorted(l["task_id"] for l in lines) == sorted(r["keys"].values())          # none lost, none twice
     assert len(latest(read_results(r["out"]))) == len(lines) == len(EVAL_CASES)
     assert all(l["cause"] for l in lines if not l["ok"])
-    assert E.success_table(E.load_results(r["out"])).loc["not graded", "base"] == "4"     # the three the model server failed, the one whose MiniWeb died
+    table = E.success_table(E.load_results(r["out"]))          # the three the model server failed, Chromium and MiniWeb killed
+    assert table.loc["masked", "base"] == "5" and table.loc["ungraded", "base"] == "0" and table.loc["episodes", "base"] == "10"
+    assert table.loc["all", "base"] == "3/5", table                 # the controls pass; the malformed and hung ones fail
     for c in ("control1", "control2", "control3"):                                     # after each kind of fault
         assert r["by_case"][c][0]["ok"], r["by_case"][c]
     assert r["cases"].did("back"), "the model server never came back"

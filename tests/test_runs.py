@@ -184,27 +184,32 @@ def test_a_killed_run_on_worker_processes_leaves_no_process_behind(tmp_path):
 
 
 async def fails_once(unit, worker) -> dict:
-    "A unit whose first try fails (an infrastructure fault), and which succeeds when tried again."
+    "A unit whose first try fails (an infrastructure fault, masked), and which succeeds when tried again; or one that fails on its own."
     mark = Path(worker.out) / f".tried-{unit['task_id']}"
     if unit.get("flaky") and not mark.exists():
         mark.touch()
         raise RuntimeError("the browser would not start")
+    if unit.get("own"): return {"ok": False, "cause": "the agent did not finish"}
     return await runs.fetch_title(unit, worker)
 
 
-def test_limit_counts_the_folder_and_retry_failed_runs_failures_again(tmp_path):
+def test_limit_counts_the_folder_and_retry_failed_runs_only_masked_units_again(tmp_path):
     out, us = tmp_path / "run", units(6)
-    us[1]["flaky"] = True
+    us[1]["flaky"], us[4]["own"] = True, True
     run = lambda **kw: runs.run_units(us, fails_once, out, runner="pages", workers=1, progress=False, **kw)
     assert run(limit=3).todo == 3 and len(lines(out)) == 3           # u001 failed among them
     assert run(limit=3).todo == 0                                     # three are in the folder already: a kill's rerun adds none
     assert run(limit=4).todo == 1 and len(lines(out)) == 4
-    assert run().todo == 2 and [r["task_id"] for r in lines(out) if not r["ok"]] == ["u001"]
+    rest = run()
+    assert rest.todo == 2 and [r["task_id"] for r in lines(out) if not r["ok"]] == ["u001", "u004"]
+    (masked,) = [r for r in lines(out) if r.get("masked")]
+    assert masked["task_id"] == "u001" and masked["cause"] == "RuntimeError: the browser would not start"
+    assert rest.failed == 1 and rest.masked == 0 and rest.summary()["masked"] == 0
     assert run().todo == 0                                            # a failure stays without --retry-failed
-    again = run(retry_failed=True)
+    again = run(retry_failed=True)                                    # the masked one runs again, the unit's own failure never
     assert again.todo == 1 and again.ok == 1 and run(retry_failed=True).todo == 0
     latest = runs.latest(lines(out))
-    assert len(latest) == 6 and all(r["ok"] for r in latest.values())
+    assert len(latest) == 6 and [k for k, r in latest.items() if not r["ok"]] == ["u004"]
 
 
 def test_shards_of_two_splits_cannot_share_a_folder(tmp_path):

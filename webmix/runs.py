@@ -20,9 +20,9 @@ from pathlib import Path
 from . import config
 from .config import append_jsonl, short, write_json_atomic
 from .command import parse_shard
+from .records import failure_class, is_masked
 from .folders import (RESULTS, FolderBusy, ManifestMismatch, RunRefused, _close_torn_line, close_manifest,
                             done_keys, folder_lock, in_shard, latest, new_manifest, now, open_manifest, read_results)
-
 
 # %% ../nbs/03_runs.ipynb #75d597b0
 def mkdir_below(root: Path, folder: Path) -> None:
@@ -116,15 +116,16 @@ def describe(e: BaseException) -> str:
 
 # %% ../nbs/03_runs.ipynb #fab9b663
 async def settle(coro) -> dict:
-    "Await `coro` -> {} when it ended, else {cause, trace}; a CancelledError that is the run's own goes on up."
+    """Await `coro` -> {} when it ended, else {cause, trace, masked}; a CancelledError that is the run's own goes on up.
+    A unit cancelled, or one that raised, is masked unless records.failure_class calls the exception the unit's own."""
     try:
         await coro
         return {}
     except asyncio.CancelledError:
         if (ct := asyncio.current_task()) is not None and ct.cancelling(): raise      # the run itself is stopping
-        return {"cause": "cancelled"}
+        return {"cause": "cancelled", "masked": True}
     except Exception as e:                      # noqa: BLE001 (one unit's failure is a result, never the run's end)
-        return {"cause": describe(e), "trace": traceback.format_exc()[-1500:]}
+        return {"cause": describe(e), "trace": traceback.format_exc()[-1500:], "masked": failure_class(e).masked}
 
 # %% ../nbs/03_runs.ipynb #b50cc04d
 def unit_line(res, key, unit, fields, worker_index, t0, pid=None, host=HOST) -> dict:
@@ -159,7 +160,7 @@ async def guarded(run_one, unit, key: str, worker: Worker, timeout=None, fields=
         try: got.update(await asyncio.wait_for(run_one(unit, worker), timeout) or {})
         except asyncio.TimeoutError:
             if timeout is None: raise           # the unit's own: a failure like any other (settle describes it)
-            got.update(ok=False, cause=f"timeout after {timeout:g}s")
+            got.update(ok=False, cause=f"timeout after {timeout:g}s", masked=True)     # cut off by the engine
     res = await settle(one())                  # before reading `got`: the unit fills it as it ends
     return unit_line({**got, **res}, key, unit, fields, worker.index, t0)
 
@@ -175,25 +176,30 @@ class Run:
     @property
     def ok(self) -> int: return sum(bool(r.get("ok")) for r in self.results)
     @property
-    def failed(self) -> int: return len(self.results) - self.ok
+    def masked(self) -> int: return sum(is_masked(r) for r in self.results)
+    @property
+    def failed(self) -> int: return len(self.results) - self.ok - self.masked
 
     def summary(self) -> dict:
-        "Counts, rate, the commonest causes of failure and units a minute."
-        causes = Counter(short(r.get("cause"), 80) for r in self.results if not r.get("ok"))
+        "Counts (masked units apart from failed ones), rate, the commonest causes of failure and units a minute."
+        causes = Counter(short(r.get("cause"), 80) for r in self.results if not r.get("ok") and not is_masked(r))
+        masked = Counter(short(r.get("cause"), 80) for r in self.results if is_masked(r))
         n = len(self.results)
-        return {"out": str(self.out), "units": n, "ok": self.ok, "failed": self.failed, "skipped": self.skipped,
-                "kept_share": round(self.ok / n, 3) if n else None, "seconds": round(self.seconds, 1),
+        return {"out": str(self.out), "units": n, "ok": self.ok, "failed": self.failed, "masked": self.masked,
+                "skipped": self.skipped, "kept_share": round(self.ok / n, 3) if n else None, "seconds": round(self.seconds, 1),
                 "ok_per_min": round(self.ok / self.seconds * 60, 2) if self.seconds and n else None,
-                "failures": dict(causes.most_common(8))}
+                "failures": dict(causes.most_common(8)), "masked_causes": dict(masked.most_common(8))}
 
 # %% ../nbs/03_runs.ipynb #b70e7438
 def summary_line(s: dict, what: str = "units") -> str:
-    "A run's summary (Run.summary) in one line: how many units succeeded, failed and were skipped, in how long, and why."
+    "A run's summary (Run.summary) in one line: how many units succeeded, failed, were masked and skipped, in how long, and why."
     rate = f", {s['kept_share']:.0%}" if s.get("kept_share") is not None else ""
     line = (f"{s['ok']} of {s['units']} {what} succeeded{rate}, in {s['seconds']:.0f} s"
             + (f"; {s['skipped']} already done" if s.get("skipped") else ""))
     causes = "; ".join(f"{c} ({n})" for c, n in list((s.get("failures") or {}).items())[:3])
-    return line + (f"; failures: {causes}" if causes else "")
+    masked = "; ".join(f"{c} ({n})" for c, n in list((s.get("masked_causes") or {}).items())[:3])
+    return (line + (f"; failures: {causes}" if causes else "")
+            + (f"; {s['masked']} masked (infrastructure, --retry-failed runs them again): {masked}" if s.get("masked") else ""))
 
 # %% ../nbs/03_runs.ipynb #7f7414c4
 def _running_in(folder) -> list:
@@ -228,9 +234,9 @@ def stale_tmp(tmp_root: Path) -> None:
 
 # %% ../nbs/03_runs.ipynb #da8dd34a
 def finished_keys(out, retry_failed=False) -> set:
-    "Keys not to run again: those with a line in `out`; with `retry_failed`, only those whose latest line is a success."
+    "Keys not to run again: those with a line in `out`; with `retry_failed`, all but those whose latest line is masked."
     if not retry_failed: return done_keys(out)
-    return {k for k, r in latest(read_results(out)).items() if r.get("ok") is True}     # a failure, or not known to be none
+    return {k for k, r in latest(read_results(out)).items() if not is_masked(r)}     # a unit's own failure is its result
 
 # %% ../nbs/03_runs.ipynb #f9871c69
 def plan_units(units, key, out, shard=None, limit=0, retry_failed=False) -> tuple:
@@ -249,16 +255,18 @@ def plan_units(units, key, out, shard=None, limit=0, retry_failed=False) -> tupl
 
 # %% ../nbs/03_runs.ipynb #0000c797
 class _Progress:
-    "A progress bar with ok / failed counts; failures are printed above it with their cause."
+    "A progress bar with ok / failed / masked counts; failures and masked units are printed above it with their cause."
     def __init__(self, total, desc, show=True):
         from tqdm.auto import tqdm
         self.bar, self.tally = tqdm(total=total, desc=desc, disable=not show, dynamic_ncols=True), Counter()
 
     def update(self, res):
-        self.tally["ok" if res.get("ok") else "failed"] += 1
+        kind = "ok" if res.get("ok") else "masked" if is_masked(res) else "failed"
+        self.tally[kind] += 1
         self.bar.update(1)
-        self.bar.set_postfix(ok=self.tally["ok"], failed=self.tally["failed"])
-        if not res.get("ok") and not self.bar.disable: self.bar.write(f"FAIL {res['task_id']}: {short(res.get('cause'), 200)}")
+        self.bar.set_postfix(ok=self.tally["ok"], failed=self.tally["failed"], **({"masked": self.tally["masked"]} if self.tally["masked"] else {}))
+        if kind != "ok" and not self.bar.disable:
+            self.bar.write(f"{'MASKED' if kind == 'masked' else 'FAIL'} {res['task_id']}: {short(res.get('cause'), 200)}")
 
     def close(self): self.bar.close()
 
@@ -295,7 +303,7 @@ async def _local(todo, run_one, key, fields, ctx, record):
             except asyncio.QueueEmpty: break
             try: base = await asyncio.to_thread(srv.ensure) if srv else None
             except Exception as e:          # noqa: BLE001  a server that will not start fails this unit, not the run
-                record(unit_line({"cause": f"MiniWeb server: {describe(e)}"}, key(u), u, fields, i, time.time()))
+                record(unit_line({"cause": f"MiniWeb server: {describe(e)}", "masked": True}, key(u), u, fields, i, time.time()))
                 continue
             finally:
                 if warm is not None: await warm; warm = None
@@ -358,7 +366,7 @@ def _hand_out(todo, fields, ctx, record, remote: _Remote):
                 i, u = pending.pop(f)
                 try: res = remote.result(f)
                 except Exception as e:          # noqa: BLE001  the worker died, or the unit would not pickle
-                    res = unit_line({"cause": remote.cause(e)}, remote.key(u), u, fields, i, time.time(), pid=0, host="")
+                    res = unit_line({"cause": remote.cause(e), "masked": True}, remote.key(u), u, fields, i, time.time(), pid=0, host="")
                     if remote.dead(e): workers[i] = remote.replace(workers[i], i)
                 record(res)
                 submit(i)
@@ -553,7 +561,7 @@ def run_units(units, run_one, out, *, runner: str, key=lambda u: u["task_id"], f
                 try: out.rmdir()                       # folder there again, gone with tmp above; `out` goes if empty
                 except OSError: pass
             run = Run(out, results, len(todo), skipped, time.perf_counter() - t0)
-            if (out / "manifest.json").exists(): close_manifest(out, index, ok=run.ok, failed=run.failed, skipped=skipped)
+            if (out / "manifest.json").exists(): close_manifest(out, index, ok=run.ok, failed=run.failed, masked=run.masked, skipped=skipped)
     return run
 
 # %% ../nbs/03_runs.ipynb #dc140884

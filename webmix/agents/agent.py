@@ -179,9 +179,10 @@ class SessionAgent(Agent):
 class Team:
     "The planner's specialists: one browser-use Agent per delegation, on the planner's own browser session."
     def __init__(self, pick_model, vllm_url, overall, budget=MAX_STEPS, version=DEFAULT_VERSION, sub_cap=SUB_CAP,
-                 temperature=0.0, on_end=None, bs=None, exclude_actions=()):
+                 temperature=0.0, on_end=None, bs=None, exclude_actions=(), files=()):
         self.pick_model, self.vllm_url, self.overall, self.version = pick_model, vllm_url, overall, version
         self.exclude_actions = tuple(exclude_actions)      # browser-use actions the specialists do not get (HA.make_tools)
+        self.files = list(files)                           # the task's files at hand: every specialist may upload them
         self.budget, self.left, self.sub_cap = budget, budget, sub_cap
         self.temperature, self.on_end, self.bs = temperature, on_end, bs
         self.hists, self.trace, self.current = [], [], None
@@ -199,6 +200,7 @@ class Team:
         "The browser-use Agent of one delegation, on the page the browser shows now."
         return SessionAgent(task=H.instruction(instruction, url), llm=self.specialist_llm(family, instruction, model),
                             browser_session=self.bs, tools=self.specialist_tools(), max_failures=3,
+                            available_file_paths=self.files,
                             directly_open_url=False, **H.AGENT_KWARGS)
 
     async def run_step(self, family: str, instruction: str) -> str:
@@ -285,11 +287,11 @@ class SpecialistHistories:
 # %% ../../nbs/agents/03_agent.ipynb #7da47bd5
 async def run_planner_agent(session, task, start, pick_model, base_url, planner_name, context="", sub_cap=SUB_CAP,
                             max_turns=None, on_end=None, temperature=0.0, version=DEFAULT_VERSION, expose=None,
-                            budget=MAX_STEPS, turns=None, llm=None, team=None, exclude_actions=()):
+                            budget=MAX_STEPS, turns=None, llm=None, team=None, exclude_actions=(), files=()):
     "-> (specialists' histories with the final answer, the delegation trace, the planner's AgentHistoryList)."
     cap = turns or max_turns or VERSIONS[version]["max_turns"]
     team = team or Team(pick_model, base_url, task, budget=budget, version=version, sub_cap=sub_cap,
-                        temperature=temperature, on_end=on_end, bs=session, exclude_actions=exclude_actions)
+                        temperature=temperature, on_end=on_end, bs=session, exclude_actions=exclude_actions, files=files)
     if team.on_end is None: team.on_end = on_end
     llm = llm or H.make_llm(planner_name, base_url, temperature=temperature)
     planner = planner_agent(session, task, start, llm, team, version, context=context)

@@ -268,16 +268,13 @@ class ScriptedChat:
 CHAT_FAILURES: ContextVar = ContextVar("webmix_chat_failures", default=None)   # the running episode's [(kind, what)]
 
 def chat_failure(e) -> tuple | None:
-    "('server', what) when the model server failed, ('reply', what) when the model's reply was not the JSON asked for (or over a cap); else None."
-    import openai
-    from pydantic import ValidationError
-    cause = e.__cause__ or e
-    what = f"{type(cause).__name__}: {' '.join(str(cause).split())[:200]}"
-    if isinstance(cause, (openai.APIConnectionError, openai.APIStatusError, openai.APIResponseValidationError, json.JSONDecodeError)):
-        return "server", what
-    if isinstance(cause, (ValidationError, ReplyOverCap)): return "reply", what
-    if getattr(e, "status_code", None) == 502: return "server", what       # browser-use's "a completion without choices"
-    return None
+    """('server', what) when the model server failed (masked: records.failure_class), ('refused', what) when it refused
+    the agent's request with a 4xx (a prompt over the context: the agent's), ('reply', what) when the model's reply was
+    not the JSON asked for (or over a cap); else None."""
+    from ..records import failure_class
+    f = failure_class(e, infra=None)
+    if f is None: return None
+    return ("server" if f.masked else f.kind), f.what
 
 # %% ../../nbs/agents/02_harness.ipynb #5becd50c
 def _noting_failures(ainvoke):

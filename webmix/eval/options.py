@@ -128,13 +128,12 @@ def evaluate_cmd(o: EvalOptions, sel: EvalTasks, run: RunOptions) -> int:
     "Evaluate the tasks of `sel` on the arm of `o` into run.out, or regrade an earlier run."
     from webmix.world.options import use_sites_dir
     from webmix import runs
-    from webmix.eval.evaluate import regrade, run_evaluate
+    from webmix.eval.evaluate import run_evaluate
+    from webmix.eval.regrade import regrade, regrade_line
     use_sites_dir(run)
     tasks = eval_tasks(sel)
     if sel.regrade:
-        r = regrade(tasks, sel.regrade)
-        print(f"regraded {sel.regrade}: {r.get('ok', 0)} ok, {r.get('failed', 0)} failed, {r.get('not_graded', 0)} not graded "
-              f"({r['changed']} changed) -> {Path(sel.regrade) / 'results_regraded.jsonl'}")
+        print(regrade_line(regrade(tasks, sel.regrade, into=run.out), sel.regrade))
         return 0
     try: run_evaluate(tasks, run.out, options=o, args=command_args(sel, o, run), **run.engine("timeout"))
     except runs.RunRefused as e: raise SystemExit(f"webmix evaluate: {e}")
@@ -176,6 +175,7 @@ class PolicyOptions:
     variant: str = option("correct", "which run of each human-style task it plays: correct, or wrong (the script's wrong variant)",
                           choices=VARIANTS)
     request_log: str | None = option(None, "append one JSON line per chat request it is sent (time, count, model, messages) to this file")
+    overflow_at: int | None = option(None, "answer HTTP 400 'maximum context length' (as vLLM does) from each episode's Nth agent step on", min=1)
 
     def __post_init__(self):
         if self.attack is not None: parse_attack(self.attack)
