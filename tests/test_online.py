@@ -362,3 +362,140 @@ def test_a_resume_with_other_deciding_options_is_refused_naming_them(tmp_path):
         msg = cli("online", "--tasks", str(tmp_path / "t.json"), "--arm", "base", "--model", "base", "--vllm", srv.base_url,
                   "--pace-dir", str(tmp_path / "pace"), "--out", str(out), "--planner-turns", "3")
     assert msg.startswith("webmix online: ") and "planner_turns None -> 3" in msg and "--force" in msg, msg
+
+
+# ---- the published task files, WebVoyager's dates moved past today
+
+def test_the_published_task_files_are_the_default_and_webvoyagers_dates_move_past_today(tmp_path):
+    from datetime import date
+    from webmix.eval import bench_files as B
+    from webmix.eval.options import OnlineOptions, OnlineTasks, online_tasks
+    om2w = O.load_tasks(B.bench_file("om2w"), "om2w")
+    voyager = O.load_tasks(B.bench_file("webvoyager"), "webvoyager")
+    assert len(om2w) == 300 and len(voyager) == 643 and len({t.level for t in voyager}) == 15
+    assert {"easy", "medium", "hard"} == {t.level for t in om2w}
+    # without --tasks: the published file, its dates moved past today, said in the note the manifest records
+    note = {}
+    tasks = online_tasks(OnlineTasks(), OnlineOptions(bench="webvoyager"), note)
+    assert len(tasks) == 643 and note["published"] and note["sha256"] and note["dates_moved"]["past"] == date.today().isoformat()
+    moved = note["dates_moved"]["years"]
+    assert len(moved) > 50 and {k.split("--")[0] for k in moved} == {"Booking", "Google Flights"}
+    by_id = {t.task_id: t for t in tasks}
+    for tid in moved:
+        for _, _, y, mds in B.written_dates(by_id[tid].confirmed_task):
+            for k, md in enumerate(mds):       # a range's start in the year before its end (December to January)
+                start_year = y - (k == 0 and len(mds) > 1 and mds[0] > mds[-1])
+                assert date(start_year, *md) > date.today(), (tid, by_id[tid].confirmed_task)
+        assert by_id[tid]["ques"] == by_id[tid].confirmed_task
+    original = {t.task_id: t.confirmed_task for t in voyager}
+    assert {t for t in by_id if by_id[t].confirmed_task != original[t]} == set(moved)
+    assert by_id["ArXiv--14"].confirmed_task == original["ArXiv--14"]        # a question about the past keeps its date
+    # dates: the same years for every date of a task; a leap day to a leap year; a range across the new year
+    assert B.move_dates("from February 28 to March 2, 2024, for two", date(2026, 12, 7)) == ("from February 28 to March 2, 2027, for two", 3)
+    assert B.move_dates("from February 22 to February 29, 2024.", date(2026, 12, 7))[0].endswith("2028.")
+    assert B.move_dates("leaving on December 25, 2023, and returning on January 5, 2024", date(2026, 12, 26))[0] == \
+        "leaving on December 25, 2027, and returning on January 5, 2028"
+    assert B.move_dates("for 20/12/2023 - 21/12/2023.", date(2026, 12, 7))[0] == "for 20/12/2026 - 21/12/2026."
+    assert B.move_dates("deals for December 25-26.", date(2026, 12, 7)) == ("deals for December 25-26.", 0)
+    # a data folder without the file: one line naming where it goes
+    import os
+    os.environ["WEBMIX_DATA"] = str(tmp_path)
+    try: msg = cli("online", "--bench", "om2w", "--arm", "base", "--out", str(tmp_path / "x"))
+    finally: del os.environ["WEBMIX_DATA"]
+    assert msg.startswith("webmix online: no published om2w task file at ") and "Online_Mind2Web.json" in msg and "--tasks" in msg, msg
+
+
+# ---- the action space, the seed
+
+def test_online_offers_javascript_only_with_allow_js_and_records_it_and_the_seed_orders_the_tasks(tmp_path):
+    assert "evaluate" not in O.agent_actions() and "evaluate" in O.agent_actions(True)
+    kw = dict(model="base", vllm="http://127.0.0.1:9/v1", pace_dir=tmp_path / "pace", progress=False)
+    O.run_online([], tmp_path / "a", **kw)
+    O.run_online([], tmp_path / "b", allow_js=True, seed=3, **kw)
+    a, b = (json.loads((tmp_path / d / "manifest.json").read_text())["settings"] for d in "ab")
+    assert a["allow_js"] is False and "evaluate" not in a["actions"] and a["seed"] == 0
+    assert b["allow_js"] is True and "evaluate" in b["actions"] and b["seed"] == 3
+    from webmix import runs
+    with pytest.raises(runs.ManifestMismatch) as e: O.run_online([], tmp_path / "a", allow_js=True, **kw)
+    assert "allow_js False -> True" in str(e.value)
+    tasks = [O.online_task({"task_id": f"{s}{i}", "confirmed_task": "Look.", "website": f"http://{s}.example/"})
+             for s in "abc" for i in range(4)]
+    orders = {seed: [t.task_id for t in O.by_turns(tasks, seed)] for seed in (0, 1, 2)}
+    assert orders[0] == [t.task_id for t in O.by_turns(tasks, 0)] and len({tuple(o) for o in orders.values()}) == 3
+    for order in orders.values():                    # shuffled, still alternating between websites
+        assert all(x[0] != y[0] for x, y in zip(order[:9], order[1:9])), order
+    assert [t.task_id for t in O.by_turns(tasks)][:3] == ["a0", "b0", "c0"]
+
+
+# ---- hint_left measured on its own
+
+def test_hint_left_finds_the_hint_however_a_row_encodes_it():
+    task = O.online_task({"task_id": "t", "confirmed_task": "Find the cheapest lamp.", "website": "http://shop.example/"})
+    hint = 'PRIVILEGED: the "Desk lamp" costs $42 & ships free'
+    clean = [{"messages": [{"role": "user", "content": [{"type": "text", "text": "Find the cheapest lamp."}]}],
+              "target": json.dumps({"memory": "Looking at the list.", "action": [{"scroll": {"down": True}}]})}]
+    assert O.leaked_hint(clean, task, hint) is None
+    leaks = {"html": "it said the &quot;Desk lamp&quot; costs $42 &amp; ships",
+             "url": "NAVIGATE -> /search?q=the%20%22Desk%20lamp%22%20costs%20%2442",
+             "json": json.dumps({"memory": json.dumps({"note": 'the "DESK LAMP" costs $42'})}),
+             "space": 'the   "desk\n lamp"   costs',
+             "escaped": 'noted: the \\"Desk lamp\\" costs'}
+    for how, text in leaks.items():
+        for where in ("message", "target"):
+            row = ({"messages": [{"role": "assistant", "content": text}], "target": "{}"} if where == "message"
+                   else {"messages": [], "target": text})
+            assert O.leaked_hint(clean + [row], task, hint), (how, where)
+    # what the stripping's own check missed: the hint HTML-escaped or URL-encoded
+    assert not O.hint_in([{"target": leaks["html"]}], task, hint) and not O.hint_in([{"target": leaks["url"]}], task, hint)
+    # a run of the hint that is also the task's own text is not a leak
+    assert O.leaked_hint([{"messages": [], "target": "Find the cheapest lamp."}], task, "Find the cheapest lamp. It is $4.") is None
+
+
+# ---- every episode kept in the run folder: the agent's failures scored, the infrastructure's masked
+
+def refusing_server(status, message):
+    "A model server answering every chat request with `status` and an OpenAI-style error `message` -> (base_url, stop)."
+    from flask import Flask, jsonify
+    from werkzeug.serving import make_server
+    app = Flask("refusing")
+
+    @app.get("/v1/models")
+    def models(): return jsonify(object="list", data=[{"id": "base", "object": "model", "created": 0, "owned_by": "test"}])
+
+    @app.post("/v1/chat/completions")
+    def chat(): return jsonify(error={"message": message, "type": "invalid_request_error", "param": "messages",
+                                      "code": "context_length_exceeded" if status == 400 else None}), status
+    srv = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{srv.server_port}/v1", srv.shutdown
+
+
+def test_every_episode_stays_in_the_run_folder_a_4xx_is_the_agents_and_infrastructure_is_masked(tmp_path, base):
+    from webmix.world.servers import free_ports
+    shop = [{"task_id": "shop-1", "confirmed_task": "Look at the products.", "website": f"{base}/sites/shop/products", "level": "easy"}]
+    down = [{"task_id": "down-1", "confirmed_task": "Look at the page.", "website": f"http://127.0.0.1:{free_ports(1)[0]}/", "level": "easy"}]
+    kw = dict(model="base", workers=1, timeout=120, pace_dir=tmp_path / "pace", progress=False)
+    url, stop = refusing_server(400, "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens.")
+    try: refused = O.run_online(shop, tmp_path / "refused", vllm=url, **kw)
+    finally: stop()
+    url, stop = refusing_server(503, "The server is overloaded.")
+    try: broken = O.run_online(shop + down, tmp_path / "broken", vllm=url, **kw)
+    finally: stop()
+    (line,) = refused.results
+    assert line["status"] == "stopped" and line["ok"] and not line.get("masked"), line
+    assert "refused the agent's request" in line["error"] and "400" in line["error"], line
+    by_id = {l["task_id"]: l for l in broken.results}
+    for tid, why in [("shop-1", "model server failed"), ("down-1", "website")]:
+        l = by_id[tid]
+        assert l["status"] == "error" and not l["ok"] and l["masked"] is True and why in l["error"], l
+    assert broken.summary()["masked"] == 2 and broken.summary()["failed"] == 0
+    for out, n in [(tmp_path / "refused", 1), (tmp_path / "broken", 2)]:
+        assert not O.failed_root(out).exists()
+        episodes = load_published(out)                        # every task, as WebJudge reads the folder
+        assert len(episodes) == n
+        for tid, (result, shots) in episodes.items():
+            line = next(l for l in (refused.results + broken.results) if l["task_id"] == tid and out.name in l["folder"])
+            assert result["status"] == line["status"] and result["error"] == line["error"] and F.problems("online_result", result) == []
+            assert result["masked"] is bool(line.get("masked"))
+    table = O.status_table(O.load_results(tmp_path / "broken"))
+    assert table["masked"].iloc[-1] == 2 and "error" not in table.columns     # the totals row: both masked

@@ -204,6 +204,9 @@ class OnlineOptions:
     adapters: tuple = option(ONLINE_ADAPTERS, "agent: the family adapters the server serves")
     fallback: str | None = option("pooled", "agent: the model of a family without its adapter")
     hint_field: str | None = option(None, "base: a task field appended to the task as a privileged hint, kept out of every record")
+    allow_js: bool = option(False, "give the agent browser-use's evaluate action (JavaScript of its own in the page), as evaluate's --allow-js")
+    seed: int = option(0, "seed of the task order: the tasks are shuffled with it, then alternate between websites "
+                       "(--limit N runs a seeded sample)")
     record_rows: bool = option(False, "base: write the episode's steps as training rows (the hint stripped) in <task>/rows/")
     pace_dir: str | None = option(None, "a node-local folder of per-website locks shared by every run "
                                   "(default: <data>/runs/pace)", deciding=False)   # when an episode starts, not what it does
@@ -227,22 +230,29 @@ class OnlineOptions:
 @dataclass(frozen=True, kw_only=True)
 class OnlineTasks:
     "tasks: which tasks"
-    tasks: str = option(help="the benchmark's task file: Online-Mind2Web's JSON list, WebVoyager's JSON lines")
+    tasks: str | None = option(None, "the benchmark's task file: Online-Mind2Web's JSON list, WebVoyager's JSON lines "
+                               "(default: the published file in data/benchmarks/, WebVoyager's dates moved past today)")
     task_ids: tuple | None = option(None, "only these task ids (comma-separated)")
 
 # %% ../../nbs/eval/90_options.ipynb #db1d37db
-def online_tasks(sel: OnlineTasks, o: OnlineOptions) -> list:
-    "The tasks of `sel` for the benchmark of `o`; SystemExit in one line on a bad file, id or hint field."
+def online_tasks(sel: OnlineTasks, o: OnlineOptions, note: dict | None = None) -> list:
+    """The tasks of `sel` for the benchmark of `o` (the published file without --tasks: bench_files.published_tasks);
+    `note` gets what the manifest records of the file. SystemExit in one line on a bad or missing file, id or hint field."""
     from webmix.records import MAX_INSTRUCTION, TaskFileError
     from webmix.eval.online import hint_text, load_tasks
-    try: tasks = load_tasks(sel.tasks, o.bench)
+    from webmix.eval.bench_files import published_tasks
+    try:
+        if sel.tasks: tasks, about = load_tasks(sel.tasks, o.bench), {"file": str(Path(sel.tasks).resolve()), "published": False}
+        else: tasks, about = published_tasks(o.bench)
     except TaskFileError as e: raise SystemExit(f"webmix online: {e}")
+    if note is not None: note.update(about)
+    where = sel.tasks or about["file"]
     if sel.task_ids:
         unknown = sorted(set(sel.task_ids) - {t.task_id for t in tasks})
-        if unknown: raise SystemExit(f"webmix online: --task-ids: {', '.join(unknown[:5])} not in {sel.tasks}")
+        if unknown: raise SystemExit(f"webmix online: --task-ids: {', '.join(unknown[:5])} not in {where}")
         tasks = [t for t in tasks if t.task_id in set(sel.task_ids)]
     if o.hint_field and not any(t.field(o.hint_field) not in (None, "") for t in tasks):
-        raise SystemExit(f"webmix online: --hint-field {o.hint_field}: no task in {sel.tasks} has that field")
+        raise SystemExit(f"webmix online: --hint-field {o.hint_field}: no task in {where} has that field")
     if o.hint_field and (big := next((t for t in tasks if len(hint_text(t.field(o.hint_field))) > MAX_INSTRUCTION), None)):
         raise SystemExit(f"webmix online: --hint-field {o.hint_field}: task {big.task_id}'s hint is longer than "
                          f"{MAX_INSTRUCTION:,} characters (the prompt's limit)")
@@ -258,13 +268,15 @@ def online_cmd(sel: OnlineTasks, o: OnlineOptions, run: RunOptions) -> int:
     use_sites_dir(run)
     if o.arm == "agent" and (o.hint_field or o.record_rows):
         raise SystemExit("webmix online: --hint-field and --record-rows are options of --arm base")
-    tasks = online_tasks(sel, o)
+    tasks = online_tasks(sel, o, note := {})
     try: require_served(o.vllm, served_models(o))
     except ValueError as e: raise SystemExit(f"webmix online: --vllm: {e}")
-    try: r = run_online(tasks, run.out, args=command_args(sel, o, run), options=o, **run.engine("timeout", "keep_browsers"))
+    try: r = run_online(tasks, run.out, args={**command_args(sel, o, run), "task_file": note}, options=o, **run.engine("timeout", "keep_browsers"))
     except runs.RunRefused as e: raise SystemExit(f"webmix online: {e}")
     s = r.summary()
-    print(f"{s['units']} episodes this run ({s['ok']} ran to their end, {s['failed']} not), {s['skipped']} already done, in {run.out}", flush=True)
+    masked = f", {s['masked']} masked (the infrastructure's: --retry-failed runs them again)" if s.get("masked") else ""
+    print(f"{s['units']} episodes this run ({s['ok']} ran to their end, {s.get('failed', 0)} not{masked}), {s['skipped']} already done, "
+          f"in {run.out}", flush=True)
     return 0
 
 # %% ../../nbs/eval/90_options.ipynb #8f33ef0c
@@ -445,7 +457,7 @@ COMMANDS = (
     Command("serve-policy", "serve a scripted stand-in (simulator) for a model: solves the human-style tasks (and datagen "
             "tasks) from their scripts", "webmix.eval.policy:serve_policy_cmd", (PolicyOptions,), example="webmix serve-policy --port 8400 --faults premature=0.5 --request-log /tmp/requests.jsonl"),
     Command("online", "run an agent on Online-Mind2Web or WebVoyager tasks, saved in the layout WebJudge reads",
-            "webmix.eval.options:online_cmd", (OnlineTasks, OnlineOptions, RunOptions), example="webmix online --bench webvoyager --tasks WebVoyager_data.jsonl --arm base --vllm http://127.0.0.1:8400/v1 --out runs/wv"),
+            "webmix.eval.options:online_cmd", (OnlineTasks, OnlineOptions, RunOptions), example="webmix online --bench webvoyager --arm base --vllm http://127.0.0.1:8400/v1 --out runs/wv"),
     Command("taskgen", "task-centric data: propose tasks, judge attempted episodes, validate the judge, select rows", sub=(
         Command("propose", "propose tasks per site into a tasks file (resumable by site)",
                 "webmix.eval.options:propose_cmd", (ProposeOptions, ModelOptions), example="webmix taskgen propose --sites shop,kanban --per-site 4 --out /tmp/tg/tasks.jsonl"),
