@@ -7,6 +7,7 @@ for a generated task, HumanTask.grade for a human-style one) must count only evi
 task's site(s) on the server the session ran on: the same entry from a data: document, from another port or from
 another site fails the check it passes on the base origin."""
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -17,6 +18,7 @@ from webmix.data.task_context import option_text
 from webmix.data.tasks import all_tasks
 from webmix.eval.evaluate import human_tasks
 from webmix.records import as_task
+from webmix.world import answers as A
 from webmix.world import checks as C
 
 B = "http://127.0.0.1:8318"
@@ -39,11 +41,6 @@ def human_answer_tasks():
     return out
 
 
-def kind_of(values):
-    if any(len(C.dates_in(str(x))) == 1 for x in values): return "date"
-    return "number" if any(C.number(x) is not None for x in values) else "text"
-
-
 def near(value, kind, question="", step=None) -> list:
     """The expected value and its nearest neighbours (a cent apart for a price, else `step`) that the question does not
     write, as the value is written: what a hedging answer lists."""
@@ -56,27 +53,129 @@ def near(value, kind, question="", step=None) -> list:
     return [f"{y:.2f}" if "." in str(value) else f"{y:g}" for y in ys if y == x or y not in asked][:11]
 
 
-def test_human_answers_pass_stated_and_fail_listed():
-    tally = {"tasks": 0, "correct": 0, "listed_before": 0, "listed": 0, "honest": 0}
+def off_by_one(ex) -> str:
+    "A value one step from the expected one, written the same way: the next number, day, choice or code."
+    if ex.type in ("count", "amount"):
+        x = C.number(ex.value) + (0.01 if "." in ex.value else 1)
+        return ("$" if ex.currency else "") + (f"{x:,.2f}" if "." in ex.value else f"{x:g}")
+    if ex.type == "date": return str(A.read_dates(ex.value)[0][2] + timedelta(1))
+    if ex.type == "choice": return ex.choices[(ex.choices.index(ex.value) + 1) % len(ex.choices)]
+    digits = re.search(r"\d(?!.*\d)", ex.value)
+    if digits: return ex.value[:digits.start()] + str((int(digits[0]) + 1) % 10) + ex.value[digits.end():]
+    return ex.value + " II"                                                  # a sequel is another title
+
+
+def rival(ex) -> str:
+    "Another value of the same type, far from the expected one."
+    if ex.type in ("count", "amount"): return ("$" if ex.currency else "") + f"{C.number(ex.value) * 2 + 7:g}"
+    if ex.type == "date": return str(A.read_dates(ex.value)[0][2] + timedelta(40))
+    if ex.type == "choice": return ex.choices[(ex.choices.index(ex.value) + 2) % len(ex.choices)]
+    return "Quentin Marlowe"
+
+
+def test_every_human_verifier_says_its_type():
+    types = {}
+    for d, task, v, _ in human_answer_tasks():
+        a = v["answer"]
+        assert a.get("type") in A.TYPES, (d.name, a.get("type"))
+        if a["type"] == "choice": assert A.expects_of_spec(a).value in a["choices"], d.name
+        types[a["type"]] = types.get(a["type"], 0) + 1
+    print(types)
+    assert sum(types.values()) == 178 and {"count", "amount", "date", "choice", "name"} <= set(types)
+
+
+def test_every_human_verifier_passes_its_value_said_three_ways_and_fails_negated_near_and_rival_values():
+    tally = {"tasks": 0, "said": 0, "wrong": 0}
     for d, task, v, script in human_answer_tasks():
-        spec, q, values = v["answer"], task["instruction"], C.answer_values(v["answer"])
-        passes = lambda a: C.grade_answer(spec, a, q)["passed"]
+        spec, q = v["answer"], task["instruction"]
+        ex, got = A.expects_of_spec(spec, q), lambda a: C.grade_answer(spec, a, q)
+        shown = spec["llm"]["expected"]
+        r = got(script["answer"])
+        assert r["passed"] is True, (d.name, script["answer"], r["detail"])
+        if script["wrong"]["kind"] == "answer":
+            assert got(script["wrong"]["answer"])["passed"] is False, (d.name, script["wrong"]["answer"])
+        for said in (shown, f"The answer is {shown}.", f"It is {shown}, I checked."):
+            assert got(said)["passed"] is True, (d.name, said, got(said)["detail"])
+            tally["said"] += 1
+        for wrong in (f"It is not {shown}.", f"Not {shown}.", off_by_one(ex), f"The answer is {rival(ex)}.",
+                      f"Not found; I checked {shown}.", f"{shown} or {off_by_one(ex)}", *[LISTED] * (ex.type in ("count", "amount"))):
+            assert got(wrong)["passed"] is False, (d.name, wrong, got(wrong)["detail"])
+            tally["wrong"] += 1
+        if ex.type in ("count", "amount", "date"):
+            kind = "date" if ex.type == "date" else "number"
+            value = str(A.read_dates(ex.value)[0][2]) if kind == "date" else next(m["value"] for m in spec["matchers"] if m["tier"] == "precise")
+            for listed in (", ".join(near(value, kind, q)), " or ".join(sorted(near(value, kind, q)[:3]))):
+                assert got(listed)["passed"] is False, (d.name, listed)
         tally["tasks"] += 1
-        r = C.grade_answer(spec, script["answer"], q)
-        assert r["passed"], (d.name, script["answer"], r["detail"])
-        tally["correct"] += 1
-        if script["wrong"]["kind"] == "answer": assert not passes(script["wrong"]["answer"]), d.name
-        tally["listed_before"] += any(C.TIERS[m["tier"]](m, LISTED) for m in spec["matchers"])
-        tally["listed"] += passes(LISTED)
-        kind, precise = kind_of(values), next(m["value"] for m in spec["matchers"] if m["tier"] == "precise")
-        if kind == "text": continue
-        for listed in (", ".join(near(precise, kind, q)), " or ".join(sorted(near(precise, kind, q)[:3]))):
-            assert not passes(listed), (d.name, listed)
-        for said in (f"There are {precise} results.", f"The answer is {precise}.", f"It is {precise}, I checked."):
-            assert passes(said), (d.name, said, C.grade_answer(spec, said, q)["detail"])
-            tally["honest"] += 1
     print(tally)
-    assert tally["tasks"] >= 150 and tally["listed"] == 0 and tally["listed_before"] > tally["tasks"] / 2
+    assert tally["tasks"] == 178
+
+
+def test_an_answer_the_typed_grader_cannot_read_is_ungraded_never_passed():
+    spec = {"type": "count", "matchers": [{"tier": "exact", "value": "2"}], "llm": {"expected": "2"}}
+    r = C.grade_answer(spec, "two of them", "How many?")
+    assert r["passed"] is None and r["skipped"] and r["detail"].startswith("ungraded"), r
+    verifier = {"macros": {"report_information": {"subtask": "Say how many", "conditions": []}}, "answer": spec}
+    v = C.verify_task(verifier, [], "two of them", "How many?")
+    assert v["passed"] is None and v["summary"].startswith("ungraded"), v
+    assert C.verify_task(verifier, [], "3", "How many?")["passed"] is False and C.verify_task(verifier, [], "2", "How many?")["passed"] is True
+    text = {"kind": "answer", "match": "exact", "type": "text", "value": "a summary"}
+    ok, detail, _ = C.check_answer(text, "It rained.", ["a summary"])
+    assert ok is False and "ungraded" in detail, detail
+
+
+BRIEF = [   # (what the check expects, right sentences, wrong sentences)
+    (A.Expects("count", "2"), ["2", "There are 2 lots.", "Total: 2"],
+     ["Not found; I checked 2 pages.", "3, not 2.", "There are 3 results; 2 of them are on the first page.", "about 2",
+      "2 or 3", "maybe 2", "It is not 2", "none", "Either 2 or 4", "approximately 2 lots"]),
+    (A.Expects("count", "12"), ["12", "There are 12 lots (Lot 7 among them)."],
+     ["There are 3 matching lots: Lot 12, Lot 40 and Lot 7", "It is not 12", "13"]),
+    (A.Expects("count", "0"), ["0", "None.", "There are no seats left."], ["1", "Not found", "I could not tell"]),
+    (A.Expects("amount", "$1,428.00", currency="$"), ["$1,428.00", "Total: 1,428", "1428", "The answer is $1,428.00.", "1428.00",
+     "Porcelain crown, tooth 37: $1,428.00."], ["$1,429.00", "not $1,428.00", "$1,428.00 or $1,500.00", "unknown"]),
+    (A.Expects("amount", "$81.95", currency="$"), ["The answer is $81.95.", "It was $81.95 on 2026-09-30."], ["$91.95", "$81.95, maybe $91.95"]),
+    (A.Expects("choice", "Passing", ["Passing", "Failing", "Running"]), ["The answer is Passing.", "It is Passing.", "passing"],
+     ["The CI is failing, not passing.", "Passing or Failing", "not passing", "Failing", "It isn't passing."]),
+    (A.Expects("choice", "Failing", ["Passing", "Failing", "Running"]), ["Failing", "The CI is failing.", "No, CI is Failing on #9."],
+     ["The CI is passing, not failing.", "Running"]),
+    (A.Expects("choice", "Open", ["Open", "Closed"]), ["It is Open.", "The status of Lot 53 is Open."], ["It isn't Open.", "Closed", "Open or Closed"]),
+    (A.Expects("date", "Dec 5, 2026"), ["2026-12-05", "December 5, 2026", "5 Dec 2026", "12/05/2026", "Dec 5", "It is due on Dec 5, 2026."],
+     ["2026-12-06", "not 2026-12-05", "Dec 5 or Dec 6", "Not found", "05/12/2026", "around Dec 5"]),
+    (A.Expects("name", "Farid Reyes"), ["Farid Reyes", "The host is Farid Reyes."],
+     ["Farid Tanaka", "not Farid Reyes", "Farid Reyes or Ana Larsen", "Farid Reyes II", "maybe Farid Reyes"]),
+    (A.Expects("name", "BDC-260003"), ["BDC-260003", "It is BDC 260003."], ["BDC-260004", "BDC-2600031", "I was unable to find it"]),
+    (A.Expects("set", ["Dune", "Emma"], ["Dune", "Emma", "Ulysses"]), ["Emma and Dune"], ["Dune", "Dune, Emma, Ulysses", "Dune, not Emma"]),
+]
+
+
+@pytest.mark.parametrize("ex,right,wrong", BRIEF, ids=[f"{e.type}-{e.value}" for e, _, _ in BRIEF])
+def test_grade_passes_right_sentences_and_fails_wrong_ones(ex, right, wrong):
+    for a in right: assert A.grade(ex, a).passed is True, (a, A.grade(ex, a))
+    for a in wrong: assert A.grade(ex, a).passed is False, (a, A.grade(ex, a))
+
+
+def test_datagen_checks_grade_by_the_value_asserted():
+    seen = ["Lot 12 Camera $1,428.00 Lot 53 Open Due Dec 5, 2026 Passing"]
+    numeric = {"kind": "answer", "match": "numeric", "value": 12, "tolerance": 0}
+    assert not C.check_answer(numeric, "There are 3 matching lots: Lot 12, Lot 40 and Lot 7", seen)[0]
+    assert C.check_answer(numeric, "There are 12 lots.", seen)[0]
+    exact = lambda v, **kw: {"kind": "answer", "match": "exact", "value": v, **kw}
+    passing = exact("Passing", type="choice", choices=["Passing", "Failing"])
+    for a in ("The answer is Passing.", "It is Passing."): assert C.check_answer(passing, a, seen)[0], a
+    assert not C.check_answer(passing, "It is Failing.", seen)[0] and not C.check_answer(passing, "not Passing", seen)[0]
+    assert C.check_answer(exact("Open", type="choice", choices=["Open", "Closed"]), "The status of Lot 53 is Open.", seen)[0]
+    for a in ("2026-12-05", "December 5, 2026"): assert C.check_answer(exact("Dec 5, 2026"), a, seen)[0], a
+    assert not C.check_answer(exact("Dec 5, 2026"), "2026-12-06", seen)[0]
+
+
+def test_makers_type_their_answer_checks():
+    types = {}
+    for t in all_tasks():
+        for c in answer_checks(t["check"]):
+            assert c.get("type") in A.TYPES, (t["task_id"], c)
+            if c["type"] == "choice": assert c["value"] in c["choices"], (t["task_id"], c)
+            types[c["type"]] = types.get(c["type"], 0) + 1
+    assert {"count", "amount", "date", "choice", "name"} <= set(types), types
 
 
 def answer_checks(check):
@@ -86,7 +185,7 @@ def answer_checks(check):
 
 
 def test_datagen_answers_pass_stated_and_fail_listed():
-    tally = {"checks": 0, "listed_before": 0, "listed": 0, "driver_sentence": 0}
+    tally = {"checks": 0, "listed": 0, "driver_sentence": 0}
     for t in all_tasks():
         for c in answer_checks(t["check"]):
             q, said = t["instruction"], driver_script(t)["answer"]
@@ -94,7 +193,6 @@ def test_datagen_answers_pass_stated_and_fail_listed():
             ok = lambda a: C.check_answer(c, a, seen, q)[0]
             tally["checks"] += 1
             assert ok(said), (t["task_id"], said, C.check_answer(c, said, seen, q)[1])
-            tally["listed_before"] += C.ANSWER_MATCHERS[c["match"]](c, LISTED)[0]
             tally["listed"] += ok(LISTED)
             if c["match"] != "numeric": continue
             cands = near(said, "number", q, step=1)       # whole units apart: a price's check has a cent of tolerance
@@ -105,7 +203,7 @@ def test_datagen_answers_pass_stated_and_fail_listed():
                 assert ok(s), (t["task_id"], s, C.check_answer(c, s, seen, q)[1])
                 tally["driver_sentence"] += 1
     print(tally)
-    assert tally["checks"] >= 500 and tally["listed"] == 0 and tally["listed_before"] > tally["checks"] / 2
+    assert tally["checks"] >= 500 and tally["listed"] == 0
 
 
 def test_a_set_answer_listing_every_choice_fails():
@@ -113,7 +211,7 @@ def test_a_set_answer_listing_every_choice_fails():
     seen = ["Dune Emma Ulysses Beloved"]
     assert C.check_answer(check, "Emma and Dune", seen)[0]
     ok, detail, _ = C.check_answer(check, "Dune, Emma, Ulysses, Beloved", seen)
-    assert not ok and "extra ['Ulysses', 'Beloved']" in detail, detail
+    assert not ok and "besides the expected" in detail, detail
     assert C.check_answer({**check, "value": check["choices"]}, "Dune, Emma, Ulysses, Beloved", seen)[0]   # all of them, when all are right
 
 

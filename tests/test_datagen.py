@@ -585,3 +585,19 @@ def test_real_web_mechanics_are_driven_right_and_fail_when_done_wrong(tmp_path):
     assert [s for s in steps["read_live_value"] if s["action"] == "wait"], "the value came after the button was busy"
     assert [s["element"]["attributes"].get("data-value") for s in steps["answer_cookie_banner"] if s["action"] == "click"] in (["all"], ["necessary"])
     assert [s["element"].get("part") for s in steps["create_with_wizard"] if s["action"] == "click"].count("next") >= 2
+
+
+def test_a_board_drag_checks_the_top_only_when_its_wording_asks_for_it():
+    "A drop below a column's first card passes a task that only names the column; a top wording wants the first place."
+    from webmix.world.checks import run_check
+    tasks = [t for site in ("kanban", "crm", "tracker") for t in make_tasks(site, per_control=6) if t["macro"] == "reorder_by_drag"]
+    asks_top = lambda t: "top" in t["instruction"].replace(t["option"]["title"], "") or "first" in t["instruction"].replace(t["option"]["title"], "")
+    assert any(asks_top(t) for t in tasks) and any(not asks_top(t) for t in tasks), [t["instruction"] for t in tasks]
+    for t in tasks:
+        c = t["check"]
+        (grp, col), order = next(iter(c["fields"].items())), next((k for k in c["fields"] if k != next(iter(c["fields"]))), "position")
+        moved = lambda after: {"log": [], "events": [], "clipboard": [], "answer": None, "seen": [],
+                               "changes": [{"collection": c["collection"], "op": "update", "id": c["id"], "after": after}]}
+        assert run_check(c, moved({grp: col, order: 1}))[0], t["instruction"]
+        assert run_check(c, moved({grp: col, order: 3}))[0] != asks_top(t), (t["instruction"], c)
+        assert not run_check(c, moved({grp: col + " (another column)", order: 1}))[0], t["instruction"]

@@ -8,14 +8,14 @@ __all__ = ['TYPES', 'CURRENCY', 'MONEY_WORDS', 'NEGATION', 'HEDGE', 'OR', 'ROUGH
            'expects_of_check', 'expects_of_spec', 'pattern_value', 'phrase_spans', 'grade', 'check_answer',
            'judge_answer', 'grade_answer']
 
-# %% ../../nbs/world/03a_answers.ipynb #9a02c5d7
+# %% ../../nbs/world/03a_answers.ipynb #e952d2d0
 import re
 from dataclasses import dataclass, field
 from ..config import judge_settings
 from .checks import (NUMBER, NOT_NUMBERS, _date, _kind, clean_answer, contains_phrase, date_mentions, dates_in, norm, number,
                      numbers_in, show, without_phrases)
 
-# %% ../../nbs/world/03a_answers.ipynb #ee0682e1
+# %% ../../nbs/world/03a_answers.ipynb #6eec634e
 TYPES = ("count", "amount", "date", "choice", "name", "set", "text")
 
 @dataclass
@@ -35,7 +35,7 @@ class Verdict:
     detail: str = ""
     sure: bool = True          # False: a fail a judge may overturn (the expected name not found, the answer's own words)
 
-# %% ../../nbs/world/03a_answers.ipynb #71c3da00
+# %% ../../nbs/world/03a_answers.ipynb #609cdc59
 def read_dates(text, year=None) -> list:
     """The dates a text writes, each as (start, end, date): ISO, 'December 5, 2026', 'Dec 5', '5 Dec 2026', and
     12/05/2026 read month-first unless its first part is over 12; `year` fills a missing year."""
@@ -47,7 +47,7 @@ def read_dates(text, year=None) -> list:
         out += [(s, e, d) for d in sorted(ds)]
     return out
 
-# %% ../../nbs/world/03a_answers.ipynb #ad5e465c
+# %% ../../nbs/world/03a_answers.ipynb #fee225fe
 def read_numbers(text, signed=False) -> list:
     """The numbers a text writes outside its dates and clock times, each as (start, end, value, kind), kind as
     checks.number_mentions reads it (a code, money, a percent, a part, a count of a unit)."""
@@ -60,7 +60,7 @@ def read_numbers(text, signed=False) -> list:
         out.append((m.start() - bool(minus), m.end(), (-1) ** bool(minus) * float(m[0].replace(",", "")), _kind(t, m.start(), m.end())))
     return out
 
-# %% ../../nbs/world/03a_answers.ipynb #2851da91
+# %% ../../nbs/world/03a_answers.ipynb #10ba57d4
 CURRENCY = re.compile(r"[$€£]")
 MONEY_WORDS = re.compile(r"[$€£]|\b(?:price|prices|cost|costs|amount|total|fee|balance|charge|charged|paid|spent|deposit)\b", re.I)
 
@@ -86,7 +86,7 @@ def infer_expects(value, question=None, tolerance=None, choices=None) -> Expects
         return Expects("amount" if money else "count", str(value), currency=_sign(value), tolerance=tol)
     return Expects("choice" if choices else "name", str(value), choices)
 
-# %% ../../nbs/world/03a_answers.ipynb #f0cd2d6b
+# %% ../../nbs/world/03a_answers.ipynb #28ed70d3
 def typed(spec, value, question=None) -> Expects:
     "An Expects from a check or answer block that may say its `type`, `choices`, `currency` and `tolerance`."
     if not spec.get("type"): return infer_expects(value, question, spec.get("tolerance"), spec.get("choices"))
@@ -112,13 +112,13 @@ def expects_of_spec(spec, question=None) -> Expects:
     if value is None: return Expects("text", "")
     return typed(spec, value, question)
 
-# %% ../../nbs/world/03a_answers.ipynb #e569bb54
+# %% ../../nbs/world/03a_answers.ipynb #95f614ff
 def pattern_value(pattern):
     "The one number or date a regex spells out (its lookarounds and word boundaries aside: `\\b3\\b` -> '3'), else None."
     core = re.sub(r"\\(.)", r"\1", re.sub(r"\(\?<?[=!](?:\[[^\]]*\]|\\.|[^()])*\)|\\b", "", pattern))
     return core if re.fullmatch(r"[$€£]?[\d.,:-]+%?", core) and (number(core) is not None or dates_in(core)) else None
 
-# %% ../../nbs/world/03a_answers.ipynb #6d35ef4c
+# %% ../../nbs/world/03a_answers.ipynb #48f58b85
 NEGATION = re.compile(r"\b(?:not|no|none|never|neither|nor|nothing|cannot|unable|unknown|unclear|impossible|n/a)\b"
                       r"|\b\w+n[’']t\b|\bcould ?not\b", re.I)
 HEDGE = re.compile(r"\b(?:either|maybe|perhaps|possibly|probably|likely|might|i think|i guess|i believe|unsure|or so|give or take)\b", re.I)
@@ -134,13 +134,13 @@ def _echoed(m, text, question) -> bool:
     before, after = words(text[:m.start()])[-1:], words(text[m.end():])[:1]
     return any(len(p) > 1 and contains_phrase(question, " ".join(p)) for p in (before + [m[0]] + after, before + [m[0]], [m[0]] + after))
 
-# %% ../../nbs/world/03a_answers.ipynb #ff277844
+# %% ../../nbs/world/03a_answers.ipynb #6b4ef7a6
 def _scan(answer, question, mentions, typ):
     """An answer's negations and hedges around its `mentions` ((start, end, value) of what it names):
     -> (negated values, stray negations, hedges). A negation word at most two words before a mention, in its clause,
     negates that mention; one that negates no mention negates the answer (a leading 'No,' answering a yes/no request
-    aside). *or* is a hedge where rivals cannot be read (names); *about*, *around*... before a number, for counts
-    and dates. Phrases the request says are no hedge."""
+    aside). *or* is a hedge between two values, and anywhere in a name (whose rivals cannot be read); *about*,
+    *around*... before a number, for counts and dates. Phrases the request says are no hedge."""
     free = LABEL_NO.sub(lambda m: " " * len(m[0]), _blank(answer, [(s, e) for s, e, _ in mentions]))
     free = re.sub(r"(?i)^\s*(?:no|yes)\s*[,;:.!-]", lambda m: " " * len(m[0]), free)
     negs = [m for m in NEGATION.finditer(free) if not _echoed(m, free, question)]
@@ -149,9 +149,12 @@ def _scan(answer, question, mentions, typ):
     stray = [m[0] for m in negs if not any(hit(m, s) for s, _, _ in mentions)]
     rx = [(HEDGE, free)] + [(OR, free)] * (typ in ("name", "text")) + [(ROUGHLY, answer)] * (typ in ("count", "date"))
     hedges = [m[0] for r, t in rx for m in r.finditer(t) if not _echoed(m, t, question)]
+    near = lambda a, b: len(re.findall(r"\w+", free[a:b])) <= 1 and not re.search(r"[;.!?]", free[a:b])
+    hedges += [m[0] for m in OR.finditer(free) if typ not in ("name", "text") and any(near(e, m.start()) for _, e, _ in mentions
+               if e <= m.start()) and any(near(m.end(), s) for s, _, _ in mentions if s >= m.end())]      # '2 or 3', 'Dec 5 or 6'
     return negated, stray, hedges
 
-# %% ../../nbs/world/03a_answers.ipynb #92cd9fbf
+# %% ../../nbs/world/03a_answers.ipynb #ca54d4e9
 def _refuse(typ, negated, stray, hedges, want):
     "The failing verdict for a negated or hedged answer, else None."
     if any(want(v) for v in negated): return Verdict(False, None, f"the answer negates the expected {typ}")
@@ -162,7 +165,7 @@ def _refuse(typ, negated, stray, hedges, want):
 ZERO = re.compile(r"\b(?:none|no|zero|nothing)\b(?!\.?\s*\d)", re.I)
 MAX_ASIDES = 3          # other numbers (codes aside) an answer may write besides its value, whatever their kinds
 
-# %% ../../nbs/world/03a_answers.ipynb #48968923
+# %% ../../nbs/world/03a_answers.ipynb #04b833a9
 def _grade_number(ex, answer, question):
     x = number(ex.value)
     if x is None: raise ValueError(f"the expected {ex.type} {ex.value!r} is not a number")
@@ -176,7 +179,8 @@ def _grade_number(ex, answer, question):
         cands += [m for m in zeros if m[2] is not None]
     else:                                      # amounts: the money the answer writes, else its numbers (of no unit, for money)
         cands = [m for m in said if m[3][0] == "money"] or [m for m in said if m[3][0] == "count" and (m[3][1] is None or not ex.currency)]
-    negated, stray, hedges = _scan(answer, question, [(s, e, v) for s, e, v, _ in said], ex.type)
+    echoed = [(s, e, v) for s, e, v, k in read_numbers(answer, x < 0) if k[0] != "code" and not same(v) and v in asked]
+    negated, stray, hedges = _scan(answer, question, [(s, e, v) for s, e, v, _ in said] + echoed, ex.type)
     if bad := _refuse(ex.type, negated, stray, hedges, same): return bad
     mine = [m for m in cands if same(m[2])]
     units = {k[1:2] for *_, k in mine}
@@ -184,11 +188,14 @@ def _grade_number(ex, answer, question):
     rivals = [v for s, e, v, k in cands if not same(v) and v not in negated and alike(k)]
     asides = {v for s, e, v, k in said if v is not None and not same(v) and v not in negated}
     if rivals: return Verdict(False, rivals[0], f"the answer asserts {ex.type} {rivals[0]:g}" + (f" besides {x:g}" if mine else ""))
-    if not mine: return Verdict(None, None, f"no {ex.type} read in the answer")
+    if not mine:             # only numbers the request writes too: the answer asserts one of them
+        echo = [v for s, e, v, k in read_numbers(answer, x < 0) if k[0] != "code" and v in asked]
+        if echo: return Verdict(False, echo[0], f"the answer asserts {echo[0]:g}, a number of the request")
+        return Verdict(None, None, f"no {ex.type} read in the answer")
     if len(asides) > MAX_ASIDES: return Verdict(False, x, f"the answer lists {len(asides)} other numbers")
     return Verdict(True, x, f"{ex.type} {x:g} asserted")
 
-# %% ../../nbs/world/03a_answers.ipynb #b4b45dea
+# %% ../../nbs/world/03a_answers.ipynb #81c684db
 def _grade_date(ex, answer, question):
     want = {d for _, _, d in read_dates(ex.value)}
     if len(want) != 1: raise ValueError(f"the expected date {ex.value!r} is not one date")
@@ -202,13 +209,13 @@ def _grade_date(ex, answer, question):
     if not any(d == day for _, _, d in said): return Verdict(None, None, "no date read in the answer")
     return Verdict(True, str(day), f"date {day} asserted")
 
-# %% ../../nbs/world/03a_answers.ipynb #106168ce
+# %% ../../nbs/world/03a_answers.ipynb #fb718758
 def phrase_spans(text, phrase) -> list:
     """Where a name stands in a text as whole words, case, spaces and punctuation between its words aside
     ('lumen/telemetry-go' = 'lumen telemetry go', 'BDC-260003' = 'BDC 260003'); a numbered sequel ('... II') is another name."""
     words = re.findall(r"[^\W_]+", str(phrase).lower())
     if not words: return []
-    rx = r"(?<![^\W_])" + r"[\W_]*".join(map(re.escape, words)) + r"(?![^\W_])(?!\s+(?:ii|iii|iv|v|vi)\b)(?![-./]\d)"
+    rx = r"(?<![^\W_])" + r"[\W_]*".join(map(re.escape, words)) + r"(?![^\W_])(?![.)\"'\]]*\s+(?:ii|iii|iv|v|vi)\b)(?![-./]\d)"
     longer = lambda e: re.match(r"[ \t]+[A-Z][a-z]", str(text)[e:])       # 'Dune Messiah' is another title than 'Dune'
     return [m.span() for m in re.finditer(rx, str(text).lower()) if not longer(m.end())]
 
@@ -219,7 +226,7 @@ def _named(text, names) -> list:
         out += [(s, e, n) for s, e in phrase_spans(text, n) if not any(a < e and s < b for a, b, _ in out)]
     return sorted(out)
 
-# %% ../../nbs/world/03a_answers.ipynb #8e64f6ee
+# %% ../../nbs/world/03a_answers.ipynb #1334d599
 def _grade_names(ex, answer, question):
     items = ex.value if ex.type == "set" else [ex.value]
     names = _named(answer, [*items, *ex.choices])
@@ -233,7 +240,7 @@ def _grade_names(ex, answer, question):
     if ex.type == "set": return Verdict(False, sorted(said), f"the answer misses {show(missing)}")
     return Verdict(False, None, f"the answer does not name {show(ex.value)}", sure=False)
 
-# %% ../../nbs/world/03a_answers.ipynb #89d0b31a
+# %% ../../nbs/world/03a_answers.ipynb #d576afe4
 def grade(expects: Expects, answer, question=None) -> Verdict:
     """The value `answer` asserts against what `expects`: passed True when it asserts the expected value alone, False
     when it asserts another value of the type, negates or hedges, None when this grader cannot decide (free text, or
@@ -246,7 +253,7 @@ def grade(expects: Expects, answer, question=None) -> Verdict:
     if expects.type == "text": return Verdict(None, None, "free text: left to a judge")
     raise ValueError(f"unknown answer type {expects.type!r}; one of {TYPES}")
 
-# %% ../../nbs/world/03a_answers.ipynb #4825f191
+# %% ../../nbs/world/03a_answers.ipynb #77fced82
 def _seen(item, seen, tolerance=0.0) -> bool:
     "Did `item` (a number, else a phrase) appear on one of the screens `seen`?"
     if isinstance(item, float): return any(abs(y - item) <= tolerance + 1e-9 for s in seen for y in numbers_in(s, signed=item < 0))
@@ -254,7 +261,7 @@ def _seen(item, seen, tolerance=0.0) -> bool:
 
 MATCHES = ("exact", "numeric", "set", "regex")
 
-# %% ../../nbs/world/03a_answers.ipynb #490ca57e
+# %% ../../nbs/world/03a_answers.ipynb #fac9fd65
 def _regex_verdict(check, answer, question) -> Verdict:
     "A `regex` check with no value in its pattern: it matches, and the answer neither negates nor hedges."
     m = re.search(check["pattern"], answer, re.I)
@@ -267,7 +274,7 @@ def _evidence(ex, check, read) -> list:
     if ex.type in ("count", "amount"): return [float(number(ex.value))]
     return list(ex.value) if ex.type == "set" else [str(read if check["match"] == "regex" else ex.value)]
 
-# %% ../../nbs/world/03a_answers.ipynb #30a4690d
+# %% ../../nbs/world/03a_answers.ipynb #99ae0491
 def check_answer(check, answer, seen, question=None):
     """A datagen answer check -> (ok, detail, evidence): the answer asserts the expected value (`grade`; an answer it
     cannot decide fails, as ungraded) and that value appeared in `seen`, the text of the screens the agent saw."""
@@ -276,7 +283,7 @@ def check_answer(check, answer, seen, question=None):
     want = f"{check['match']} {show(check.get('pattern') if check['match'] == 'regex' else check.get('value'))}"
     if answer is None or not str(answer).strip(): return False, f"no answer given (expected {want})", None
     answer = str(answer)
-    v = _regex_verdict(check, answer, question) if ex.type == "text" else grade(ex, answer, question)
+    v = _regex_verdict(check, answer, question) if check["match"] == "regex" and ex.type == "text" else grade(ex, answer, question)
     if not v.passed:
         return False, f"answer {show(answer)} does not match {want} ({ex.type}): " + ("ungraded, " * (v.passed is None)) + v.detail, None
     evidence = _evidence(ex, check, v.read)
@@ -286,7 +293,7 @@ def check_answer(check, answer, seen, question=None):
                 f"{len(seen or [])} screens the agent saw", None)
     return True, f"answer {show(answer)} matches {want}, seen on screen", {"answer": answer, "evidence": evidence}
 
-# %% ../../nbs/world/03a_answers.ipynb #c7def631
+# %% ../../nbs/world/03a_answers.ipynb #407a06a6
 JUDGE_ASK = """You grade the final answer of a web agent.
 User's request: {question}
 Expected answer: {expected}
@@ -310,7 +317,7 @@ def judge_answer(spec, answer, question) -> dict:
     return {"tier": "llm", "passed": reply.strip().upper().startswith("YES"), "skipped": False, "model": judge["model"],
             "detail": reply.strip()[:300]}
 
-# %% ../../nbs/world/03a_answers.ipynb #6566ee47
+# %% ../../nbs/world/03a_answers.ipynb #58dc5aa2
 def grade_answer(spec, answer, question=None) -> dict:
     """A human verifier's answer block -> {required, passed, tier, skipped, type, read, detail}: `grade` decides when it
     can (tier 'typed'); otherwise (and for a name it does not find) the LLM tier when a judge is configured, else
