@@ -139,7 +139,8 @@ def test_webjudge_on_miniweb_episodes_in_the_online_layout(run):
     with llm.ScriptedServer(lambda r: S.stand_in_reply(r, **handlers)) as srv:
         s = J.webjudge_run(online, S.model_spec("scripted-webjudge", srv.base_url), workers=1, progress=False, say=lambda *_: None)
     out = TJ.judge_dir(online, "webjudge")
-    assert out.parent == online.parent and not any(p.is_dir() for p in out.iterdir())   # beside the folder, plain files
+    assert out.parent == online.parent and [p.name for p in out.iterdir() if p.is_dir()] == ["_judges"]   # beside the folder, plain files
+    assert {p.parent.name for p in (out / "_judges").glob("*/*.json")} == {TJ.judge_id("scripted-webjudge", "webjudge", f"{J.WEBJUDGE_VERSION}-t{J.SCORE_THRESHOLD}")}
     assert s["judged"] == s["episodes"] == 4 + HUMAN and s["errors"] == 0
     # per episode: one key-point call, one call per screenshot, then the outcome with the screenshots scored >= 3
     calls, i = wj.requests, 0
@@ -332,3 +333,114 @@ def test_validation_leaves_out_episodes_no_verifier_graded(tmp_path):
 
 def webjudge_handlers(wj) -> dict:
     return {"webjudge_key_points": wj.key_points, "webjudge_screenshot": wj.screenshot, "webjudge_outcome": wj.outcome}
+
+
+def copy_run(run, dest) -> Path:
+    "A copy of the fixture's run folder (its judge records stay behind)."
+    shutil.copytree(run["run"], dest)
+    return dest
+
+
+def test_judge_records_are_keyed_by_the_judge(run, tmp_path, monkeypatch):
+    rdir = copy_run(run, tmp_path / "run")
+    keys = [k for k, *_ in TJ.run_episodes(rdir)]
+    quiet = dict(workers=2, progress=False, say=lambda *_: None)
+    first = TJ.judge_run(rdir, None, **quiet)                                   # the scripted stand-in
+    assert first["judged_now"] == len(keys)
+    other = TJ.ScriptedJudge(seed=9)
+    with llm.ScriptedServer(other) as srv:
+        s = TJ.judge_run(rdir, S.model_spec("another-model", srv.base_url), **quiet)
+        # another model judges every episode again (it asked about each), and its records say who judged what
+        assert s["judged_now"] == len(keys) and sorted(other.requests) == sorted(keys), s
+        rec = json.loads((TJ.judge_dir(rdir) / f"{keys[0]}.json").read_text())
+        assert rec["model"] == "another-model" and rec["judge"] == TJ.judge_id("another-model")
+        assert rec["prompt_version"] == TJ.PROMPT_VERSION and len(rec["episode_hash"]) == 64
+        assert formats.problems("judge_record", rec) == []
+        # the same judge again asks nothing; an episode whose content changed is judged again
+        before = len(other.requests)
+        g = rdir / keys[0] / "grade_inputs.json"
+        g.write_text(json.dumps({**json.loads(g.read_text()), "answer": "another answer"}))
+        again = TJ.judge_run(rdir, S.model_spec("another-model", srv.base_url), **quiet)
+        assert other.requests[before:] == [keys[0]] and again["judged_now"] == 1
+    # back to the stand-in: its own records of the first pass, no request, for the episodes that did not change
+    back = TJ.judge_run(rdir, None, **quiet)
+    assert (back["reused"], back["judged_now"]) == (len(keys) - 1, 1), back
+    assert formats.problems("judge_summary", json.loads((TJ.judge_dir(rdir) / "_summary.json").read_text())) == []
+    # `webmix taskgen judge .`: the current folder, its records beside it
+    monkeypatch.chdir(rdir)
+    with contextlib.redirect_stdout(io.StringIO()): assert cli(["taskgen", "judge", "."]) == 0
+    assert TJ.judge_dir(".") == tmp_path / "run_judge"
+
+
+def test_cut_off_episodes_are_never_a_success_nor_selected(run, tmp_path):
+    rdir = copy_run(run, tmp_path / "run")
+    p0, p1 = (t["task_id"] for t in run["proposed"][:2])
+    # one proposed episode timed out, another lost its model server (their newest result lines and grade inputs say so)
+    for key, g_add, cause in ((p0, {"timed_out": 60}, "timeout after 60s"),
+                              (p1, {"model_error": "APIConnectionError: Connection error."}, "model server failed: APIConnectionError")):
+        g = rdir / key / "grade_inputs.json"
+        g.write_text(json.dumps({**json.loads(g.read_text()), **g_add}))
+        line = {**runs.latest(runs.read_results(rdir))[key], "cause": cause}
+        with open(rdir / "results.jsonl", "a") as f: f.write(json.dumps(line) + "\n")
+    judge = TJ.ScriptedJudge(verdicts={k: "SUCCESS" for k, *_ in TJ.run_episodes(rdir)})     # a judge that says SUCCESS to all
+    with llm.ScriptedServer(judge) as srv:
+        s = TJ.judge_run(rdir, S.model_spec("scripted-judge", srv.base_url), workers=2, progress=False, say=lambda *_: None)
+    assert p0 not in judge.requests and p1 not in judge.requests and s["cut_off"] == 2, s
+    for key, why in ((p0, "timeout"), (p1, "model server failed")):
+        rec = json.loads((TJ.judge_dir(rdir) / f"{key}.json").read_text())
+        assert rec["predicted_label"] == 0 and rec["cut_off"].startswith(why) and formats.problems("judge_record", rec) == []
+        # a SUCCESS record written before (an older judge's) does not select its rows either
+        (TJ.judge_dir(rdir) / f"{key}.json").write_text(json.dumps({**rec, "predicted_label": 1, "verdict": "SUCCESS"}))
+    rep = T.select_rows(rdir, tmp_path / "rows", 10_000, run["dir"] / "tasks.jsonl", say=lambda *_: None)
+    assert p0 not in rep["selected"] and p1 not in rep["selected"] and rep["selected"]
+    assert sorted(c["task_id"] for c in rep["cut_off"]) == sorted([p0, p1])
+
+
+def test_rows_of_repeated_tasks_are_selected_by_episode(run, tmp_path):
+    rdir = tmp_path / "run"
+    rdir.mkdir()
+    lines = runs.latest(runs.read_results(run["run"]))
+    with_rows = [t["task_id"] for t in run["proposed"] if (run["run"] / t["task_id"] / "rows" / "rows.jsonl").exists()][:1]
+    assert with_rows
+    jdir = TJ.judge_dir(rdir)
+    jdir.mkdir()
+    for key in with_rows:                           # the task run with --repeats 2: <id>~r0 and <id>~r1, each a SUCCESS
+        for r in (0, 1):
+            shutil.copytree(run["run"] / key, rdir / f"{key}~r{r}")
+            with open(rdir / "results.jsonl", "a") as f: f.write(json.dumps({**lines[key], "task_id": f"{key}~r{r}", "repeat": r}) + "\n")
+            (jdir / f"{key}~r{r}.json").write_text(json.dumps({"task_id": f"{key}~r{r}", "method": "taskgen", "predicted_label": 1,
+                                                             "verdict": "SUCCESS", "response": "{}", "model": "m"}))
+    rep = T.select_rows(rdir, tmp_path / "rows", 10_000, run["dir"] / "tasks.jsonl", say=lambda *_: None)
+    assert sorted(rep["selected"]) == sorted(f"{k}~r{r}" for k in with_rows for r in (0, 1)), rep
+
+
+def test_the_stand_ins_annotations_follow_webmix_data_and_a_bad_task_json_is_one_line(tmp_path, monkeypatch):
+    from webmix.config import annotations_dir
+    from webmix.eval.policy_plans import annotations_folder, load_solutions
+    src = next(d for d in sorted(annotations_dir().glob("*/*")) if (d / "script.json").exists())
+    data = tmp_path / "data"
+    shutil.copytree(src, data / "annotations" / src.parent.name / src.name)
+    monkeypatch.setenv("WEBMIX_DATA", str(data))
+    assert annotations_folder() == data / "annotations" and [s["key"] for s in load_solutions()] == [f"{src.parent.name}/{src.name}"]
+    bad = data / "annotations" / src.parent.name / src.name / "task.json"
+    bad.write_text('{"task_id": ')
+    with pytest.raises(SystemExit, match=re.escape(str(bad))):      # what serve-policy prints, in one line
+        load_solutions()
+
+
+def test_validation_leaves_out_episodes_whose_grade_is_unknown(tmp_path):
+    "ok null (a grade error, an answer no tier could decide) or a model server that failed: no verifier NO, counted apart."
+    rdir, jdir = tmp_path / "run", tmp_path / "run_judge"
+    base = {"kind": "human", "site": "kanban", "family": "Forms & text", "detail": "d", "cause": None}
+    lines = [{**base, "task_id": "known", "ok": False}, {**base, "task_id": "grader", "ok": None, "grade_error": "KeyError: 'x'"},
+             {**base, "task_id": "undecided", "ok": None}, {**base, "task_id": "server", "ok": False, "model_error": "APIConnectionError"}]
+    jdir.mkdir(parents=True)
+    for line in lines:
+        (rdir / line["task_id"]).mkdir(parents=True)
+        (rdir / line["task_id"] / "grade_inputs.json").write_text(json.dumps({"log": [], "answer": "x"}))
+        (jdir / f"{line['task_id']}.json").write_text(json.dumps({"task_id": line["task_id"], "predicted_label": 1}))
+    (rdir / "results.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+    pairs, table = TJ.compare(rdir, jdir)
+    assert list(pairs.task_id) == ["known"] and (table.iloc[0].fp, table.iloc[0].ungraded) == (1, 3)
+    assert sorted((u["task_id"], u["why"]) for u in TJ.graded_outcomes(rdir)[1]) == [
+        ("grader", "grade error"), ("server", "model server failed"), ("undecided", "not graded")]

@@ -10,16 +10,21 @@ __all__ = ['FAULT_KINDS', 'annotations_folder', 'load_solutions', 'plan_items', 
 import hashlib, json, random
 from pathlib import Path
 
-from ..config import PKG_DIR, json_lines
+from ..config import PKG_DIR, annotations_dir, json_lines
 
 # %% ../../nbs/eval/02b_policy_plans.ipynb #0e00e3ca
 def annotations_folder() -> Path:
-    "data/annotations beside the package (the package is <repo>/webmix, the data <repo>/data)."
-    return PKG_DIR.parent / "data" / "annotations"
+    "The annotations of the data folder (config.annotations_dir: $WEBMIX_DATA/annotations, else the repo's data/annotations)."
+    return annotations_dir()
 
 # %% ../../nbs/eval/02b_policy_plans.ipynb #1880fc8f
+def _read_json(f: Path):
+    try: return json.loads(f.read_text())
+    except ValueError as e: raise SystemExit(f"{f}: not valid JSON ({e})") from None
+
 def load_solutions(tasks=None) -> list:
-    "The task folders (task.json, script.json, verifier.json) under `tasks`: a folder, a list of folders, or None (the annotations)."
+    """The task folders (task.json, script.json, verifier.json) under `tasks`: a folder, a list of folders, or None (the
+    annotations); a file that is not JSON stops it in one line naming the file."""
     roots = [annotations_folder()] if tasks is None else [tasks] if isinstance(tasks, (str, Path)) else list(tasks)
     out, seen = [], set()
     for root in map(Path, roots):
@@ -27,7 +32,7 @@ def load_solutions(tasks=None) -> list:
             d = tj.parent
             if d in seen or not all((d / f).is_file() for f in ("script.json", "verifier.json")): continue
             seen.add(d)
-            task, script = (json.loads((d / f).read_text()) for f in ("task.json", "script.json"))
+            task, script = (_read_json(d / f) for f in ("task.json", "script.json"))
             out.append({"key": f"{d.parent.name}/{d.name}", "task": task, "script": script, "dir": d})
     return out
 

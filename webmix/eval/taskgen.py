@@ -12,19 +12,23 @@ from pathlib import Path
 
 from .. import formats, runs
 from ..config import json_lines, write_json_atomic
-from .taskjudge import judge_dir
+from .taskjudge import cut_off, judge_dir
 
 # %% ../../nbs/eval/04_taskgen.ipynb #adbcbb6f
 from .options import BUDGET       # declared beside the command-line options that offer it
 
 def task_order(run, tasks=None) -> list:
-    "The run's task ids in task order: the tasks file's (`tasks`, else the manifest's), else the results'."
+    """The run's episode keys in task order: the tasks file's (`tasks`, else the manifest's), each task's episodes
+    (`<id>~r<N>` with --repeats, `<id>~v<N>` with --variants) in the results' order; else the results' keys."""
     run = Path(run)
     if tasks is None and (run / "manifest.json").exists():
         named = (json.loads((run / "manifest.json").read_text()).get("args") or {}).get("tasks")
         tasks = named if isinstance(named, str) and Path(named).is_file() else None
-    if tasks: return [t["task_id"] for _, t in json_lines(Path(tasks).read_text(), tasks, SystemExit)]
-    return list(runs.latest(runs.read_results(run)))
+    keys = list(runs.latest(runs.read_results(run)))
+    if not tasks: return keys
+    by_task = {}
+    for k in keys: by_task.setdefault(k.split("~")[0], []).append(k)
+    return [k for _, t in json_lines(Path(tasks).read_text(), tasks, SystemExit) for k in by_task.get(t["task_id"], [])]
 
 # %% ../../nbs/eval/04_taskgen.ipynb #21745a22
 def interleave(ids, site_of) -> list:
@@ -55,10 +59,14 @@ def select_rows(run, out, budget=BUDGET, tasks=None, jdir=None, say=print) -> di
     if not jdir.is_dir(): raise SystemExit(f"{jdir}: no judge records; run `webmix taskgen judge {run}` first")
     out.mkdir(parents=True, exist_ok=True)
     old = json.loads((out / "_report.json").read_text()).get("selected", []) if (out / "_report.json").exists() else []
-    picked, steps, cand, invalid, by_site = [], 0, 0, [], {}
+    picked, steps, cand, invalid, by_site, cut = [], 0, 0, [], {}, []
+    lines = runs.latest(runs.read_results(run))
     for key in interleave(task_order(run, tasks), site_of_task):
         j, src = jdir / f"{key}.json", run / key / "rows"
         if not (j.exists() and json.loads(j.read_text())["predicted_label"] == 1 and (src / "rows.jsonl").exists()): continue
+        g = run / key / "grade_inputs.json"
+        if why := cut_off(lines.get(key), json.loads(g.read_text()) if g.exists() else None):   # a judge's SUCCESS notwithstanding
+            cut.append({"task_id": key, "why": why}); continue
         cand += 1
         rows, problems = episode_rows_ok(src)
         if problems: invalid.append({"task_id": key, "problems": problems[:3]}); continue
@@ -71,7 +79,7 @@ def select_rows(run, out, budget=BUDGET, tasks=None, jdir=None, say=print) -> di
     for key in set(old) - set(picked): shutil.rmtree(out / key, ignore_errors=True)
     report = {"run": str(run), "judge": str(jdir), "candidates": cand, "selected_trajectories": len(picked),
               "selected_rows": steps, "budget": budget, "short_by": budget - steps, "sites": len(by_site),
-              "rows_by_site": by_site, "invalid": invalid, "selected": picked}
+              "rows_by_site": by_site, "invalid": invalid, "cut_off": cut, "selected": picked}
     write_json_atomic(out / "_report.json", report)
-    say(json.dumps({k: v for k, v in report.items() if k not in ("selected", "invalid")}))
+    say(json.dumps({k: v for k, v in report.items() if k not in ("selected", "invalid", "cut_off")} | {"cut_off": len(cut)}))
     return report
