@@ -12,10 +12,13 @@ from webmix.eval.regrade import regrade
 MODELS = ["qwen35-4b", "drag", "io", "select", "rest", "reasoning", "pooled"]
 
 
-def always_done(req):
-    "A stand-in model that says done at once (every done before the last planned macro is premature)."
-    return json.dumps({"evaluation_previous_goal": "", "memory": "", "next_goal": "finish",
-                       "action": [{"done": {"text": "nothing found", "success": True}}]})
+def done_saying(text):
+    "A stand-in model that says done at once with `text` (every done before the last planned macro is premature)."
+    return lambda req: json.dumps({"evaluation_previous_goal": "", "memory": "", "next_goal": "finish",
+                                   "action": [{"done": {"text": text, "success": True}}]})
+
+
+always_done = done_saying("nothing found")
 
 
 def texts(req):
@@ -340,13 +343,13 @@ def test_a_grader_that_fails_keeps_the_episode_as_success_unknown_and_regrade_gr
     "The verifier's LLM tier configured but not answering, and a history that will not save: the episode is kept."
     from browser_use.agent.views import AgentHistoryList
     task = [t for t in E.human_tasks("test") if t["task_id"] == "add-finance-assignment"]
-    assert task[0]["verifier"]["answer"]["llm"]                # "nothing found" fails the matchers: the LLM tier is asked
+    assert task[0]["verifier"]["answer"]["llm"]                # "a few of them" gives no count: the LLM tier is asked
     monkeypatch.setenv("WEBMIX_JUDGE_MODEL", "judge")
     monkeypatch.setenv("WEBMIX_JUDGE_URL", f"http://127.0.0.1:{free_port}/v1")          # nothing listens there
     def will_not_save(self, path): raise TypeError("Object of type Thing is not JSON serializable")
     monkeypatch.setattr(AgentHistoryList, "save_to_file", will_not_save)
     out = tmp_path / "run"
-    with ScriptedServer({m: always_done for m in MODELS}) as srv:
+    with ScriptedServer({m: done_saying("a few of them") for m in MODELS}) as srv:
         E.run_evaluate(task, out, arm="base", vllm=srv.base_url, workers=1, progress=False)
     monkeypatch.undo()
     (r,) = E.runs.read_results(out)

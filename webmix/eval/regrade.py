@@ -13,20 +13,18 @@ from pathlib import Path
 
 from .. import runs
 from ..records import VARIANT_MARK, as_task, is_masked, on_variant
-from .evaluate import episode_cause, grade_episode, outcome
+from .evaluate import episode_cause, grade_episode, masked_cause, outcome
 
 # %% ../../nbs/eval/01b_regrade.ipynb #r0000005
 def episode_task(out: Path, key: str, by_id: dict):
-    "The task the episode `key` of `out` ran: its saved task.json, else the selection's (`by_id`) on its variant; None when neither has it."
-    f = Path(out) / key / "task.json"
-    if f.is_file():
-        try: return as_task(json.loads(f.read_text()), str(f))
-        except ValueError: pass                         # a broken saved task: the selection may still have it
+    "The task of the episode `key` of `out`: the selection's (`by_id`) on its variant, else its saved task.json; None when neither has it."
     tid = re.sub(r"~r\d+$", "", key)
     if tid in by_id: return by_id[tid]
     base, mark, n = tid.rpartition(VARIANT_MARK)
     if mark and n.isdigit() and base in by_id: return on_variant(by_id[base], int(n))
-    return None
+    f = Path(out) / key / "task.json"
+    try: return as_task(json.loads(f.read_text()), str(f)) if f.is_file() else None
+    except ValueError: return None                      # a broken saved task: nowhere to find it
 
 # %% ../../nbs/eval/01b_regrade.ipynb #r0000006
 def regrade(tasks, out, into=None) -> dict:
@@ -46,7 +44,6 @@ def regrade(tasks, out, into=None) -> dict:
             r = {k: v for k, v in r.items() if k not in ("grade_error", "masked")}
             r.update(ok=ok, detail=detail, cause=episode_cause(task, ok, detail, g, error), regraded=True,
                      **({"grade_error": error} if error else {}))
-            from webmix.eval.evaluate import masked_cause
             if masked_cause(g): r["masked"] = True
         elif not is_masked(r) or (out / key).is_dir(): could_not.append(key)   # an episode it cannot grade again
         counts[outcome(r.get("ok"), r.get("masked"))] += 1
