@@ -228,7 +228,7 @@ def test_options_are_one_record_and_a_resume_that_changes_one_is_refused(tmp_pat
     with ScriptedServer({m: always_done for m in MODELS}) as srv, ScriptedServer({m: always_done for m in MODELS}) as other:
         E.run_evaluate([BROKEN_START], out, arm="base", vllm=srv.base_url, workers=1)
         # every unit failed before an episode started: a summary, not a KeyError
-        assert "0 episodes, 1 failed without an episode: ValueError: broken-start: file name '../x.pdf' cannot name a folder (1)" in capsys.readouterr().out
+        assert "0 episodes, 1 without an episode: ValueError: broken-start: file name '../x.pdf' cannot name a folder (1); 1 masked" in capsys.readouterr().out
         settings = json.loads((out / "manifest.json").read_text())["settings"]
         assert settings["repeats"] == 1 and settings["allow_js"] is False and settings["agent_version"] == "v1"
         before = sorted(p.name for p in out.iterdir())
@@ -236,6 +236,15 @@ def test_options_are_one_record_and_a_resume_that_changes_one_is_refused(tmp_pat
                          "--vllm", srv.base_url, "--out", str(out))
         assert "was made with other settings: repeats 1 -> 3. Use a new --out" in one_line_refusal(p)
         assert sorted(p.name for p in out.iterdir()) == before                  # no T~r0..2 beside T
+        # the task selection is compared too: the same tasks file with other tasks in it is another selection
+        tf, out2 = tmp_path / "tasks.jsonl", tmp_path / "run2"
+        tf.write_text(json.dumps(BROKEN_START) + "\n")
+        assert evaluate_cli("--tasks", str(tf), "--arm", "base", "--vllm", srv.base_url, "--out", str(out2)).returncode == 0
+        tf.write_text(json.dumps({**BROKEN_START, "task_id": "broken-start-2"}) + "\n")
+        p = evaluate_cli("--tasks", str(tf), "--arm", "base", "--vllm", srv.base_url, "--out", str(out2))
+        assert "was made with other settings: task selection {" in one_line_refusal(p)
+        sessions = json.loads((out2 / "manifest.json").read_text())["sessions"]
+        assert [s["args"]["retry_failed"] for s in sessions] == [False] and sessions[0]["provenance"]["webmix_version"]
         for change, named in [({"agent_version": "v6"}, "agent_version 'v1' -> 'v6'"), ({"allow_js": True}, "allow_js False -> True"),
                               ({"timeout": 60}, "timeout 600.0 -> 60.0"), ({"sub_cap": 5}, "sub_cap 15 -> 5")]:
             try: E.run_evaluate([BROKEN_START], out, arm="base", vllm=srv.base_url, workers=1, progress=False, **change)
@@ -244,7 +253,7 @@ def test_options_are_one_record_and_a_resume_that_changes_one_is_refused(tmp_pat
         # another server (say, restarted on another port) serving the same names decides nothing: the resume goes on
         capsys.readouterr()
         E.run_evaluate([BROKEN_START], out, arm="base", vllm=other.base_url, workers=1)
-        assert "0 episodes, 1 failed without an episode: ValueError: broken-start: file name '../x.pdf' cannot name a folder (1)" in capsys.readouterr().out
+        assert "0 episodes, 1 without an episode: ValueError: broken-start: file name '../x.pdf' cannot name a folder (1); 1 masked" in capsys.readouterr().out
     assert len(E.load_results(out)) == 1
 
 

@@ -6,7 +6,7 @@
 __all__ = ['RESULTS', 'SECRET_WORDS', 'PROVENANCE', 'results_file', 'read_results', 'done_keys', 'latest', 'results_frame',
            'variant_table', 'in_shard', 'RunRefused', 'FolderBusy', 'folder_lock', 'git_state', 'site_hashes',
            'annotations_hash', 'judge_environment', 'public', 'now', 'new_manifest', 'ManifestMismatch', 'differences',
-           'open_manifest', 'close_manifest']
+           'file_digest', 'task_selection', 'open_manifest', 'close_manifest']
 
 # %% ../nbs/02b_folders.ipynb #490f77b8
 import fcntl, hashlib, json, os, platform, re, subprocess, sys
@@ -254,6 +254,17 @@ def differences(old: dict, new: dict) -> list:
     out += _changed("judge", old.get("judge", ...), new.get("judge", ...))
     out += _changed("task selection", (old.get("args") or {}).get("selection", ...), (new.get("args") or {}).get("selection", ...))
     return out
+
+# %% ../nbs/02b_folders.ipynb #bb582639
+def file_digest(path) -> str | None:
+    "The first 16 hex digits of a SHA-256 of the file at `path`, None when there is no such file."
+    p = Path(path)
+    return hashlib.sha256(p.read_bytes()).hexdigest()[:16] if p.is_file() else None
+
+def task_selection(sel, skip=()) -> dict:
+    "The task selection a resume must match: every field of the tasks record `sel` but `skip`, its `tasks` file by `file_digest`."
+    from dataclasses import asdict
+    return {k: (file_digest(v) if k == "tasks" and v else _jsonable(v)) for k, v in asdict(sel).items() if k not in skip}
 
 # %% ../nbs/02b_folders.ipynb #cc6a7a85
 @contextmanager

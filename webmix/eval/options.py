@@ -130,12 +130,14 @@ def evaluate_cmd(o: EvalOptions, sel: EvalTasks, run: RunOptions) -> int:
     from webmix import runs
     from webmix.eval.evaluate import run_evaluate
     from webmix.eval.regrade import regrade, regrade_line
+    from webmix.folders import task_selection
     use_sites_dir(run)
     tasks = eval_tasks(sel)
     if sel.regrade:
         print(regrade_line(regrade(tasks, sel.regrade, into=run.out), sel.regrade))
         return 0
-    try: run_evaluate(tasks, run.out, options=o, args=command_args(sel, o, run), **run.engine("timeout"))
+    args = {**command_args(sel, o, run), "selection": task_selection(sel, skip=("regrade", "resume", "verifier_only"))}
+    try: run_evaluate(tasks, run.out, options=o, args=args, **run.engine("timeout"))
     except runs.RunRefused as e: raise SystemExit(f"webmix evaluate: {e}")
     return 0
 
@@ -265,13 +267,15 @@ def online_cmd(sel: OnlineTasks, o: OnlineOptions, run: RunOptions) -> int:
     from webmix import runs
     from webmix.agents.llm import require_served
     from webmix.eval.online import run_online, served_models
+    from webmix.folders import task_selection
     use_sites_dir(run)
     if o.arm == "agent" and (o.hint_field or o.record_rows):
         raise SystemExit("webmix online: --hint-field and --record-rows are options of --arm base")
     tasks = online_tasks(sel, o, note := {})
     try: require_served(o.vllm, served_models(o))
     except ValueError as e: raise SystemExit(f"webmix online: --vllm: {e}")
-    try: r = run_online(tasks, run.out, args={**command_args(sel, o, run), "task_file": note}, options=o, **run.engine("timeout", "keep_browsers"))
+    args = {**command_args(sel, o, run), "task_file": note, "selection": task_selection(sel)}
+    try: r = run_online(tasks, run.out, args=args, options=o, **run.engine("timeout", "keep_browsers"))
     except runs.RunRefused as e: raise SystemExit(f"webmix online: {e}")
     s = r.summary()
     masked = f", {s['masked']} masked (the infrastructure's: --retry-failed runs them again)" if s.get("masked") else ""
