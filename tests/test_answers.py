@@ -90,7 +90,9 @@ def test_every_human_verifier_passes_its_value_said_three_ways_and_fails_negated
         spec, q = v["answer"], task["instruction"]
         ex, got = A.expects_of_spec(spec, q), lambda a: C.grade_answer(spec, a, q)
         shown = spec["llm"]["expected"]
-        r = got(script["answer"])
+        # the scripted answer names the item as its pages do ('Zenith El Primero ... (Lot 69): $152'): the screens a
+        # run saw hold those words; the answer's own text stands in for them here
+        r = C.grade_answer(spec, script["answer"], q, [script["answer"]])
         assert r["passed"] is True, (d.name, script["answer"], r["detail"])
         if script["wrong"]["kind"] == "answer":
             assert got(script["wrong"]["answer"])["passed"] is False, (d.name, script["wrong"]["answer"])
@@ -121,7 +123,7 @@ def test_an_answer_the_typed_grader_cannot_read_is_ungraded_never_passed():
     assert C.verify_task(verifier, [], "3", "How many?")["passed"] is False and C.verify_task(verifier, [], "2", "How many?")["passed"] is True
     text = {"kind": "answer", "match": "exact", "type": "text", "value": "a summary"}
     ok, detail, _ = C.check_answer(text, "It rained.", ["a summary"])
-    assert ok is False and "ungraded" in detail, detail
+    assert ok is None and "ungraded" in detail, detail
 
 
 BRIEF = [   # (what the check expects, right sentences, wrong sentences)
@@ -132,11 +134,11 @@ BRIEF = [   # (what the check expects, right sentences, wrong sentences)
      ["There are 3 matching lots: Lot 12, Lot 40 and Lot 7", "It is not 12", "13"]),
     (A.Expects("count", "0"), ["0", "None.", "There are no seats left."], ["1", "Not found", "I could not tell"]),
     (A.Expects("amount", "$1,428.00", currency="$"), ["$1,428.00", "Total: 1,428", "1428", "The answer is $1,428.00.", "1428.00",
-     "Porcelain crown, tooth 37: $1,428.00."], ["$1,429.00", "not $1,428.00", "$1,428.00 or $1,500.00", "unknown"]),
+     "Porcelain crown: $1,428.00."], ["$1,429.00", "not $1,428.00", "$1,428.00 or $1,500.00", "unknown"]),
     (A.Expects("amount", "$81.95", currency="$"), ["The answer is $81.95.", "It was $81.95 on 2026-09-30."], ["$91.95", "$81.95, maybe $91.95"]),
     (A.Expects("choice", "Passing", ["Passing", "Failing", "Running"]), ["The answer is Passing.", "It is Passing.", "passing"],
      ["The CI is failing, not passing.", "Passing or Failing", "not passing", "Failing", "It isn't passing."]),
-    (A.Expects("choice", "Failing", ["Passing", "Failing", "Running"]), ["Failing", "The CI is failing.", "No, CI is Failing on #9."],
+    (A.Expects("choice", "Failing", ["Passing", "Failing", "Running"]), ["Failing", "The CI is failing.", "Yes, CI is Failing on #9."],
      ["The CI is passing, not failing.", "Running"]),
     (A.Expects("choice", "Open", ["Open", "Closed"]), ["It is Open.", "The status of Lot 53 is Open."], ["It isn't Open.", "Closed", "Open or Closed"]),
     (A.Expects("date", "Dec 5, 2026"), ["2026-12-05", "December 5, 2026", "5 Dec 2026", "12/05/2026", "Dec 5", "It is due on Dec 5, 2026."],
@@ -148,10 +150,38 @@ BRIEF = [   # (what the check expects, right sentences, wrong sentences)
 ]
 
 
+ASKED = {"Failing": "Is the CI of pull request #9 failing?", "Open": "What is the status of Lot 53?",
+         "Farid Reyes": "Who is the host of the event?"}                  # requests whose words the answers repeat
+SCREEN = {"$1,428.00": ["Invoice 2026-114  Porcelain crown  $1,428.00  Paid"]}
+
+
 @pytest.mark.parametrize("ex,right,wrong", BRIEF, ids=[f"{e.type}-{e.value}" for e, _, _ in BRIEF])
 def test_grade_passes_right_sentences_and_fails_wrong_ones(ex, right, wrong):
-    for a in right: assert A.grade(ex, a).passed is True, (a, A.grade(ex, a))
-    for a in wrong: assert A.grade(ex, a).passed is False, (a, A.grade(ex, a))
+    q, seen = ASKED.get(str(ex.value)), SCREEN.get(str(ex.value))
+    for a in right: assert A.grade(ex, a, q, seen).passed is True, (a, A.grade(ex, a, q, seen))
+    for a in wrong: assert A.grade(ex, a, q, seen).passed is False, (a, A.grade(ex, a, q, seen))
+
+
+SAYS_MORE = [   # (what the check expects, the request, answers that state the value and more: never a pass)
+    (A.Expects("count", "2"), "How many lots are open?",
+     ["Could be 2.", "If I had to guess, 2.", "Anything but 2.", "Hard to say: 2.", "2 (unverified)", "2? 3?", "3, 2",
+      "Search for 2 returned nothing.", "2 lots, or so it seemed", "2 and 3", "2/3"]),
+    (A.Expects("amount", "$81.95", currency="$"), "How much was the older payment?",
+     ["$81.95 is incorrect; it's 82.95.", "82.95 (previously $81.95)", "$81.95 was the old value; the current value is 82.95.",
+      "between $81.95 and 82.95", "82.95, $81.95", "Porcelain crown, tooth 37: $81.95."]),
+    (A.Expects("choice", "Passing", ["Passing", "Failing"]), "What does the CI show?",
+     ["Passing is incorrect; it's Zephyr.", "Zephyr (previously Passing)", "Passing? Zephyr?"]),
+    (A.Expects("name", "Farid Reyes"), "Who is the host?",
+     ["The first one is Ana Larsen; Farid Reyes comes after it.", "Farid Reyes, Ana Larsen", "Farid Reyes/Ana Larsen",
+      "It used to be Farid Reyes; now it is Ana Larsen.", "Farid Reyes is wrong; the answer is Ana Larsen."]),
+]
+
+
+@pytest.mark.parametrize("ex,q,said", SAYS_MORE, ids=[e.type for e, _, _ in SAYS_MORE])
+def test_an_answer_that_says_more_than_its_value_is_never_a_pass(ex, q, said):
+    "Stance and other values the word lists miss: what is left beside the value leaves the answer to a judge (or fails it)."
+    screens = ["Lots 2 open  Ana Larsen  Farid Reyes  82.95  $81.95  Zephyr"]
+    for a in said: assert A.grade(ex, a, q, screens).passed is not True, (a, A.grade(ex, a, q, screens))
 
 
 def test_datagen_checks_grade_by_the_value_asserted():
@@ -192,8 +222,8 @@ def test_datagen_answers_pass_stated_and_fail_listed():
             seen = [str(c["value"]), *c.get("evidence", [])]
             ok = lambda a: C.check_answer(c, a, seen, q)[0]
             tally["checks"] += 1
-            assert ok(said), (t["task_id"], said, C.check_answer(c, said, seen, q)[1])
-            tally["listed"] += ok(LISTED)
+            assert ok(said) is True, (t["task_id"], said, C.check_answer(c, said, seen, q)[1])
+            tally["listed"] += ok(LISTED) is True
             if c["match"] != "numeric": continue
             cands = near(said, "number", q, step=1)       # whole units apart: a price's check has a cent of tolerance
             assert not ok(", ".join(cands)) and not ok(" or ".join(sorted(cands[:3]))), (t["task_id"], cands)
@@ -284,7 +314,7 @@ def test_a_human_task_counts_only_actions_and_loads_on_its_sites_on_the_base_ori
         conds = [c for s in t.verifier["macros"].values() for c in s["conditions"]]
         if not any(c["kind"] == "action_included" for c in conds): continue
         answer = json.loads((annotations_dir() / t.key / "script.json").read_text())["answer"]
-        g = lambda traj: {"base": B, "answer": answer, "traj": traj, "log": [], "record": []}
+        g = lambda traj: {"base": B, "answer": answer, "traj": traj, "log": [], "record": [], "seen": [answer]}   # its screens' words
         ok, detail = t.grade(g(synthetic_run(t.verifier, B, t.site)))
         assert ok, (t.key, detail)
         for where in ELSEWHERE:

@@ -55,11 +55,6 @@ def test_the_command_by_site_and_its_refusals():
 HAND_WRONG = ["Approximately {x}", "I believe it's {x} but I'm not sure", "{x}? No, {y}.", "Maybe {x}.",
               "Either {x} or {y}", "It used to be {x}; now it is {y}.", "{y} (not {x})", "Definitely not {x}",
               "{x} is wrong; the answer is {y}.", "Somewhere between {x} and {y}"]
-# what the typed grader (2b81be1) still passes, by template: the source and kind of task; they must fail
-NAMES = {"datagen name", "human name"}
-PASSES_TODAY = {"Approximately {x}": NAMES | {"datagen amount", "datagen choice", "human amount", "human choice"},
-                "It used to be {x}; now it is {y}.": NAMES, "{x} is wrong; the answer is {y}.": NAMES,
-                "Somewhere between {x} and {y}": NAMES}
 KEYS = [(s, k) for s in ("human", "datagen") for k in ("count", "amount", "date", "choice", "name")]
 
 
@@ -75,9 +70,7 @@ def tasks():
     return out
 
 
-@pytest.mark.parametrize("template,key", [
-    pytest.param(t, f"{s} {k}", marks=[pytest.mark.xfail(reason="the typed grader passes it", strict=False)]
-                 if f"{s} {k}" in PASSES_TODAY.get(t, ()) else []) for t in HAND_WRONG for s, k in KEYS])
+@pytest.mark.parametrize("template,key", [(t, f"{s} {k}") for t in HAND_WRONG for s, k in KEYS])
 def test_hand_written_wrong_answers_fail(tasks, template, key):
     if key not in tasks: pytest.skip(f"no {key} task with a rival value")
     at = tasks[key]

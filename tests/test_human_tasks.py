@@ -135,17 +135,20 @@ async def settled_record(base, sid, url):
 
 
 async def run_task(browser, base, task, steps):
-    "A fresh context and MiniWeb session (logged out when the task needs a login), the steps -> the trajectory."
+    """A fresh context and MiniWeb session (logged out when the task needs a login), the steps -> (the trajectory, the
+    text of every screen it showed: what an agent saw, which an answer may repeat beside its value)."""
     ctx = await browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     try:
         page = await ctx.new_page()
         page.set_default_timeout(20_000)
         sid = await playwright_session(ctx, page, base, {"logout": 1} if task["needs_login"] else None)
         await page.goto(base + ("/" if len(task["sites"]) > 1 else task["starting_url"]))
+        seen = [await page.inner_text("body")]
         for i, s in enumerate(steps):
             try: await run_step(page, base, s)
             except Exception as e: raise AssertionError(f"step {i} {s} failed on {page.url}: {e}") from None
-        return merge_server_log(await settled_record(base, sid, page.url), await asyncio.to_thread(admin, base, "log", sid))
+            seen.append(await page.inner_text("body"))
+        return merge_server_log(await settled_record(base, sid, page.url), await asyncio.to_thread(admin, base, "log", sid)), seen
     finally:
         await ctx.close()
 
@@ -189,6 +192,7 @@ def runs(request, loop, browser, base):
 
 
 def trajectory(runs, d, kind):
+    "The run's trajectory and the texts of its screens."
     got = runs[(d, kind)]
     if isinstance(got, Exception): raise got
     return got
@@ -227,8 +231,9 @@ def test_tasks_cover_both_splits():
 @pytest.mark.parametrize("d", REPLAYED, ids=IDS)
 def test_correct_run_passes(runs, d):
     task, verifier, script = load(d)
-    r = verify_task(verifier, trajectory(runs, d, "correct"), script["answer"], task["instruction"])
-    assert r["passed"], r["summary"]
+    traj, seen = trajectory(runs, d, "correct")
+    r = verify_task(verifier, traj, script["answer"], task["instruction"], seen=seen)
+    assert r["passed"] is True, r["summary"]
 
 
 @pytest.mark.parametrize("d", REPLAYED, ids=IDS)
@@ -236,9 +241,11 @@ def test_wrong_run_fails(runs, d):
     task, verifier, script = load(d)
     w = script["wrong"]
     if w["kind"] == "answer":                 # the correct run's actions, then a wrong answer
-        r = verify_task(verifier, trajectory(runs, d, "correct"), w["answer"], task["instruction"])
-        assert not r["passed"] and not r["answer"]["passed"], r["summary"]
+        traj, seen = trajectory(runs, d, "correct")
+        r = verify_task(verifier, traj, w["answer"], task["instruction"], seen=seen)
+        assert r["passed"] is False and r["answer"]["passed"] is False, r["summary"]     # failed, not left ungraded
         assert all(m["passed"] for m in r["by_macro"].values()), r["summary"]      # only the answer is wrong
     else:
-        r = verify_task(verifier, trajectory(runs, d, "wrong"), script["answer"], task["instruction"])
-        assert not r["passed"] and not r["by_macro"][w["macro"]]["passed"], r["summary"]
+        traj, seen = trajectory(runs, d, "wrong")
+        r = verify_task(verifier, traj, script["answer"], task["instruction"], seen=seen)
+        assert r["passed"] is False and not r["by_macro"][w["macro"]]["passed"], r["summary"]

@@ -153,7 +153,7 @@ class DatagenTask(Task):
     def grade(self, g: dict) -> tuple:
         if "record" not in g: return False, "no recorder stream in the grade inputs: not graded"
         ok, detail, _ = checks.gate_task(self.to_dict(), g)
-        return bool(ok), str(detail)
+        return (None if ok is None else bool(ok)), str(detail)     # None: an answer the grader cannot decide
 
 # %% ../nbs/02_records.ipynb #50d47dc8
 def app_directory(base, sites) -> str:
@@ -194,8 +194,8 @@ class HumanTask(Task):
         return {**got, "traj": checks.merge_server_log([e for e in got.get("record", []) if e.get("type") != "network"], got["log"])}
     def grade(self, g: dict) -> tuple:
         report = checks.verify_task(self.verifier, g["traj"], g["answer"] or "", question=self.instruction,
-                                    base=g.get("base"), sites=self.sites)
-        return bool(report["passed"]), str(report["summary"])
+                                    base=g.get("base"), sites=self.sites, seen=g.get("seen"))
+        return (None if report["passed"] is None else bool(report["passed"])), str(report["summary"])   # None: ungraded
 
 # %% ../nbs/02_records.ipynb #760e2d87
 class ProposedTask(Task):

@@ -308,8 +308,10 @@ ENTRY_MATCHERS = {"request": (match_request, "log"), "change": (match_change, "c
                   "clipboard": (match_clipboard, "clipboard"), "event": (match_event, "events")}
 
 def _all_of(results):
-    failed = [d for ok, d, _ in results if not ok]
-    return not failed, "; ".join(failed or [d for _, d, _ in results]), [ev for _, _, ev in results]
+    "Every check passes -> True; one fails -> False; else one is ungraded (None) -> None, with the details that are not passes."
+    failed, unknown = [d for ok, d, _ in results if ok is False], [d for ok, d, _ in results if ok is None]
+    ok = False if failed else None if unknown else True
+    return ok, "; ".join(failed or unknown or [d for _, d, _ in results]), [ev for _, _, ev in results]
 
 # %% ../../nbs/world/03_checks.ipynb #a6d9b195
 def run_check(check, state: dict):
@@ -473,11 +475,11 @@ def precise_match(expected, answer) -> bool:
     return contains_phrase(answer, expected)
 
 # %% ../../nbs/world/03_checks.ipynb #75fa9815
-def grade_answer(spec, answer, question=None) -> dict:
+def grade_answer(spec, answer, question=None, seen=None) -> dict:
     """A human verifier's answer block -> {required, passed, tier, skipped, detail, ...}: graded by the value the answer
     asserts, else by the LLM tier when one is configured, else ungraded, passed None (`webmix.world.answers.grade_answer`)."""
     from webmix.world.answers import grade_answer as typed_grade      # answers reads values with this module's readers
-    return typed_grade(spec, answer, question)
+    return typed_grade(spec, answer, question, seen)
 
 # %% ../../nbs/world/03_checks.ipynb #2754bb22
 def task_trajectory(trajectory, base, sites) -> list:
@@ -486,13 +488,13 @@ def task_trajectory(trajectory, base, sites) -> list:
     return [e for e in trajectory if e.get("type") == "network" or home(str(e.get("url") or "")) or on_site(e.get("url"), sites, base)]
 
 # %% ../../nbs/world/03_checks.ipynb #3202f944
-def verify_task(verifier, trajectory, answer, question=None, base=None, sites=None) -> dict:
+def verify_task(verifier, trajectory, answer, question=None, base=None, sites=None, seen=None) -> dict:
     """Grade an annotated task: every macro's conditions over the trajectory (its `task_trajectory` part, given `sites`),
-    and the answer -> {passed, summary, by_macro, answer}; passed None when the macros pass and the answer is ungraded
+    and the answer (`seen`: the screens' texts) -> {passed, summary, by_macro, answer}; passed None when the macros pass and the answer is ungraded
     (no judge configured for an answer the typed grader cannot decide)."""
     if sites is not None: trajectory = task_trajectory(trajectory, base, sites)
     by_macro = {name: verify_macro(spec, trajectory) for name, spec in (verifier.get("macros") or {}).items()}
-    ans = grade_answer(verifier.get("answer"), answer, question)
+    ans = grade_answer(verifier.get("answer"), answer, question, seen)
     failed = [f"{name}: " + "; ".join(c["detail"] for c in r["conditions"] if not c["passed"])
               for name, r in by_macro.items() if not r["passed"]]
     passed = False if failed or ans["passed"] is False else ans["passed"]      # None: the answer is ungraded
