@@ -247,6 +247,8 @@ found find shows show shown showing displays displayed lists listed list page pa
 checked check counted see saw seen looked says said reads read confirmed verified reported report reports gives
 applied filter filtered filtering sorted selected left remaining available among them
 day days week weeks month months year years hour hours minute minutes min mins each per head
+most least top first last lead leads leading leader highest lowest biggest smallest largest cheapest priciest
+newest oldest latest earliest quickest fastest slowest longest shortest heaviest lightest best worst
 of on in at for to with as by from per into and
 current currently now today exactly just only altogether overall all
 status state item items entry entries record records one ones name named called titled title date day due set
