@@ -474,3 +474,18 @@ def test_a_planner_whose_model_fails_before_delegating_leaves_its_episode(tmp_pa
         else: assert r["ok"] is False and not r.get("masked") and "maximum context length" in r["model_refused"], r
     team = Team(lambda f: "base", "http://127.0.0.1:9/v1", "the task", files=["/tmp/report.pdf"])
     assert team.specialist("Out-of-page I/O", "Upload the report.", "base", "http://127.0.0.1:9/").available_file_paths == ["/tmp/report.pdf"]
+
+
+def test_a_broken_annotation_stops_evaluate_in_one_line_naming_it(tmp_path):
+    "A task.json that is no JSON, or that lacks a field, in the data folder's annotations: one line, no traceback."
+    import os, shutil
+    from webmix.config import data_dir
+    data = tmp_path / "data"
+    shutil.copytree(data_dir(), data, ignore=shutil.ignore_patterns("runs", "rows", "pools", "benchmarks"))
+    broken = data / "annotations" / "bank" / "export-dining-month" / "task.json"
+    for text, said in (('{"task_id": ', "not valid JSON"), ('{"task_id": "x"}', "the task has no site")):
+        broken.write_text(text)
+        p = subprocess.run(["webmix", "evaluate", "--human", "--human-split", "all", "--arm", "base", "--out", str(tmp_path / "run")],
+                           capture_output=True, text=True, timeout=120, env={**os.environ, "WEBMIX_DATA": str(data)})
+        line = one_line_refusal(p)
+        assert str(broken) in line and said in line, line

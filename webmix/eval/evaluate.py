@@ -117,15 +117,25 @@ def load_tasks(path) -> list:
     return tasks
 
 # %% ../../nbs/eval/01_evaluate.ipynb #4f030e3c
+def _annotation(path) -> dict:
+    "A task.json or verifier.json of the annotations; TaskFileError in one line naming the file when it is no JSON object."
+    try: obj = json.loads(Path(path).read_text())
+    except ValueError as e: raise TaskFileError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(obj, dict): raise TaskFileError(f"{path}: a JSON object is expected, not {type(obj).__name__}")
+    return obj
+
 def human_tasks(split="test", macros=None, folder=None) -> list:
-    "The human-style tasks (see above) of `split` ('test', 'train' or 'all') as `records.HumanTask`s."
+    """The human-style tasks (see above) of `split` ('test', 'train' or 'all') as `records.HumanTask`s; TaskFileError in
+    one line for a file that cannot be read or lacks a field."""
     sp = site_split()
     sites = set(sp["test"] + sp["train"]) if split == "all" else set(sp[split])
     out = []
     for d in sorted(Path(folder or annotations_dir()).glob("*/*/task.json")):
         d = d.parent
         if not (d / "verifier.json").exists(): continue
-        t = json.loads((d / "task.json").read_text())
+        t = _annotation(d / "task.json")
+        missing = [k for k in ("task_id", "site", "sites", "macros", "instruction", "starting_url", "needs_login") if k not in t]
+        if missing: raise TaskFileError(f"{d / 'task.json'}: the task has no {', '.join(missing)}")
         if split == "train" and set(t["sites"]) & set(sp["test"]): continue     # a train task touches no held-out site
         if not set(t["sites"]) & sites: continue
         if macros and not set(macros) & {m.split("#")[0] for m in t["macros"]}: continue
@@ -135,7 +145,7 @@ def human_tasks(split="test", macros=None, folder=None) -> list:
         out.append(as_task({"kind": "human", "task_id": t["task_id"], "key": f"{d.parent.name}/{d.name}", "site": t["site"],
                             "sites": t["sites"], "macro": t["macros"][-1], "macros": t["macros"], "subtasks": gold,
                             "instruction": t["instruction"], "starting_url": t["starting_url"], "needs_login": t["needs_login"],
-                            "verifier": json.loads((d / "verifier.json").read_text()), "files": files_at_hand(d)}, d / "task.json"))
+                            "verifier": _annotation(d / "verifier.json"), "files": files_at_hand(d)}, d / "task.json"))
     return out
 
 # %% ../../nbs/eval/01_evaluate.ipynb #f498d7af
@@ -558,7 +568,7 @@ def run_summary(df) -> str:
     cover = coverage(df)
     d_eff = df[df["steps"].notna()] if "steps" in df else df.iloc[:0]
     d_tok = df[df["model_calls"].notna()] if "model_calls" in df else df.iloc[:0]
-    tables = [("success by family", cover, success_table(df)), ("success by site", coverage(graded(df)) + f" (of {cover})", by_site(df)),
+    tables = [("success by family", cover, success_table(df)), ("success by site", f"its graded episodes, of {cover}", by_site(df)),
               ("effort", coverage(d_eff), effort(df)), ("model calls", coverage(d_tok), tokens_by_arm(df))] if len(started) else []
     by_variant = variant_table(df.to_dict("records")) if "variant" in df else ""
     return "\n\n".join([head] + [f"{name} ({what}):\n{t.to_string()}" for name, what, t in tables if t.size]
