@@ -135,7 +135,8 @@ BRIEF = [   # (what the check expects, right sentences, wrong sentences)
     (A.Expects("count", "0"), ["0", "None.", "There are no seats left."], ["1", "Not found", "I could not tell"]),
     (A.Expects("amount", "$1,428.00", currency="$"), ["$1,428.00", "Total: 1,428", "1428", "The answer is $1,428.00.", "1428.00",
      "Porcelain crown: $1,428.00."], ["$1,429.00", "not $1,428.00", "$1,428.00 or $1,500.00", "unknown"]),
-    (A.Expects("amount", "$81.95", currency="$"), ["The answer is $81.95.", "It was $81.95 on 2026-09-30."], ["$91.95", "$81.95, maybe $91.95"]),
+    (A.Expects("amount", "$81.95", currency="$"), ["The answer is $81.95.", "It was $81.95 on 2026-09-30.", "81.95 USD"],
+     ["$91.95", "$81.95, maybe $91.95", "€81.95", "81.95 EUR"]),
     (A.Expects("choice", "Passing", ["Passing", "Failing", "Running"]), ["The answer is Passing.", "It is Passing.", "passing"],
      ["The CI is failing, not passing.", "Passing or Failing", "not passing", "Failing", "It isn't passing."]),
     (A.Expects("choice", "Failing", ["Passing", "Failing", "Running"]), ["Failing", "The CI is failing.", "Yes, CI is Failing on #9."],
@@ -165,7 +166,7 @@ def test_grade_passes_right_sentences_and_fails_wrong_ones(ex, right, wrong):
 SAYS_MORE = [   # (what the check expects, the request, answers that state the value and more: never a pass)
     (A.Expects("count", "2"), "How many lots are open?",
      ["Could be 2.", "If I had to guess, 2.", "Anything but 2.", "Hard to say: 2.", "2 (unverified)", "2? 3?", "3, 2",
-      "Search for 2 returned nothing.", "2 lots, or so it seemed", "2 and 3", "2/3"]),
+      "Search for 2 returned nothing.", "2 lots, or so it seemed", "2 and 3", "2/3", "2+", ">2", "≥ 2 lots"]),
     (A.Expects("amount", "$81.95", currency="$"), "How much was the older payment?",
      ["$81.95 is incorrect; it's 82.95.", "82.95 (previously $81.95)", "$81.95 was the old value; the current value is 82.95.",
       "between $81.95 and 82.95", "82.95, $81.95", "Porcelain crown, tooth 37: $81.95."]),
