@@ -366,15 +366,18 @@ def drop_probes(task, sites) -> list:
     return out
 
 # %% ../../nbs/eval/06_check_graders.ipynb #c4398a34
-def selected_tasks(split="all", sites=None, human=True, datagen=True, limit=0) -> tuple:
+def selected_tasks(split="all", sites=None, human=True, datagen=True, limit=0, tasks_file=None) -> tuple:
     """(answer tasks, reorder tasks, the sites) of a selection: the human-style tasks with an answer spec and the datagen tasks
-    with an answer check of `split` (or of `sites`), and datagen's reorder_by_drag tasks; `limit`: the first N of each source."""
+    with an answer check of `split` (or of `sites`; or those of `tasks_file`, a tasks file as `webmix tasks` writes), and
+    datagen's reorder_by_drag tasks; `limit`: the first N of each source."""
     from webmix.data.tasks import split_tasks
+    from webmix.eval.evaluate import load_tasks
     loaded = load_sites()
     answers, drops = [], []
     if human: answers += [a for t in annotated_tasks(split, sites) if (a := human_answer_task(t, loaded))][:limit or None]
     if datagen:
-        ds = split_tasks(split, sites)
+        ds = ([t.to_dict() for t in load_tasks(tasks_file) if t.kind == "datagen" and (not sites or t.site in sites)]
+              if tasks_file else split_tasks(split, sites))
         answers += [a for t in ds if (a := datagen_answer_task(t, loaded))][:limit or None]
         drops = [t for t in ds if t["macro"] == "reorder_by_drag"][:limit or None]
     return answers, drops, loaded
@@ -443,10 +446,10 @@ def table(report: GraderReport, by="kind") -> str:
     return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows)
 
 # %% ../../nbs/eval/06_check_graders.ipynb #bdeacae0
-def check_graders(split="all", sites=None, human=True, datagen=True, limit=0, progress=None) -> GraderReport:
+def check_graders(split="all", sites=None, human=True, datagen=True, limit=0, progress=None, tasks_file=None) -> GraderReport:
     "Grade right and wrong answers (and board drops) on every selected task's own grader, without a browser -> GraderReport."
     from tqdm.auto import tqdm
-    answers, drops, loaded = selected_tasks(split, sites, human, datagen, limit)
+    answers, drops, loaded = selected_tasks(split, sites, human, datagen, limit, tasks_file)
     probes = []
     bar = tqdm(total=len(answers) + len(drops), desc="check-graders", unit="task", delay=2, disable=None if progress is None else not progress,
                file=sys.stderr)

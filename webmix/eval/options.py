@@ -430,6 +430,7 @@ class CheckGradersOptions:
     sites: tuple | None = option(None, "comma-separated site names (default: every site of the split)")
     human: bool = option(True, "the human-style tasks' answer verifiers (data/annotations)", action=argparse.BooleanOptionalAction)
     datagen: bool = option(True, "datagen's answer checks and board drops", action=argparse.BooleanOptionalAction)
+    tasks: str | None = option(None, "datagen's tasks from this tasks file (JSON lines, as `webmix tasks` writes) instead of its own draw")
     limit: int = option(0, "only the first N tasks of each source: human-style, datagen answers, board drops (0: all)", min=0)
     by: str = option("kind", "the table's rows: per answer kind, family/macro or site", choices=("kind", "family", "site"))
     out: str | None = option(None, "also write the report (JSON, the grader_report schema) to this file")
@@ -446,7 +447,9 @@ def check_graders_cmd(o: CheckGradersOptions) -> int:
     outside = [s for s in o.sites or [] if s not in split_sites(o.split)]
     if outside: raise SystemExit(f"webmix check-graders: {', '.join(outside)}: not on the {o.split} split")
     if o.out: writable_file("check-graders", o.out)
-    r = check_graders(o.split, o.sites, o.human, o.datagen, o.limit)
+    from webmix.records import TaskFileError
+    try: r = check_graders(o.split, o.sites, o.human, o.datagen, o.limit, tasks_file=o.tasks)
+    except (TaskFileError, OSError) as e: raise SystemExit(f"webmix check-graders: --tasks: {e}")
     if not r.probes: raise SystemExit("webmix check-graders: no selected task has an answer check or a board")
     print_report(r, o.by)
     if o.out: config.write_json_atomic(o.out, r.to_json())

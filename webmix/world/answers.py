@@ -226,9 +226,12 @@ def _grade_date(ex, answer, question):
 # %% ../../nbs/world/03a_answers.ipynb #fb718758
 def phrase_spans(text, phrase) -> list:
     """Where a name stands in a text as whole words, case, spaces and punctuation between its words aside
-    ('lumen/telemetry-go' = 'lumen telemetry go', 'BDC-260003' = 'BDC 260003'); a numbered sequel ('... II') is another name."""
+    ('lumen/telemetry-go' = 'lumen telemetry go', 'BDC-260003' = 'BDC 260003'); a numbered sequel ('... II') is another name;
+    a name of signs alone ('$$') where no more of its signs stand beside it."""
     words = re.findall(r"[^\W_]+", str(phrase).lower())
-    if not words: return []
+    if not words:                      # a name of signs alone ('$$'): those signs, no more of them beside
+        signs = re.escape("".join(set(str(phrase)))) if str(phrase).strip() else None
+        return [m.span() for m in re.finditer(rf"(?<![{signs}]){re.escape(str(phrase))}(?![{signs}])", str(text))] if signs else []
     rx = r"(?<![^\W_])" + r"[\W_]*".join(map(re.escape, words)) + r"(?![^\W_])(?![.)\"'\]]*\s+(?:ii|iii|iv|v|vi)\b)(?![-./]\d)"
     longer = lambda e: re.match(r"[ \t]+[A-Z][a-z]", str(text)[e:])       # 'Dune Messiah' is another title than 'Dune'
     return [m.span() for m in re.finditer(rx, str(text).lower()) if not longer(m.end())]
@@ -246,8 +249,9 @@ def _grade_names(ex, answer, question):
     names = _named(answer, [*items, *ex.choices])
     if bad := _refuse(ex.type, *_scan(answer, question, names, ex.type), lambda n: n in items): return bad
     negated = set(_scan(answer, question, names, ex.type)[0])
-    asked = {c for c in ex.choices if c not in items and phrase_spans(question or "", c)}      # the request names them too
-    said = {n for _, _, n in names if n not in negated and n not in asked}
+    # a choice the request names is no rival where the answer says it as the request does ('field engineers')
+    asked = lambda s, e, n: n not in items and phrase_spans(question or "", n) and _as_asked(answer, s, e, question or "")
+    said = {n for s, e, n in names if n not in negated and not asked(s, e, n)}
     others, missing = sorted(said - set(items)), [n for n in items if n not in said]
     if others: return Verdict(False, others[0], f"the answer names {others[0]!r}" + ("" if missing else " besides the expected"))
     if not missing: return Verdict(True, ex.value, f"{ex.type} {show(ex.value)} asserted")
@@ -263,6 +267,10 @@ applied filter filtered filtering sorted selected left remaining available among
 day days week weeks month months year years hour hours minute minutes min mins each per head
 most least top first last lead leads leading leader highest lowest biggest smallest largest cheapest priciest
 newest oldest latest earliest quickest fastest slowest longest shortest heaviest lightest best worst
+start starts started begin begins end ends ended get gets got give gives gave make makes made take takes took go goes
+come comes run runs arrive arrives arrived owe owes pay pays paid sell sells sold buy buys bought hold holds held
+contain contains include includes included appear appears remain remains need needs cover covers call calls
+belong belongs work works live lives stand stands sit sits use uses used return returns returned
 of on in at for to with as by from per into and
 current currently now today exactly just only altogether overall all
 status state item items entry entries record records one ones name named called titled title date day due set
@@ -331,12 +339,16 @@ def _as_asked(text, s, e, question) -> bool:
 def _attribute(expects: Expects, kind, unit=None) -> bool:
     """Is a number of this `kind` (read_numbers') an attribute beside the answer's value, never its rival? A money
     amount, a percent or a count of another unit beside a name ('at $21.49', '310 stars'); any number beside a date, and
-    beside a choice of no number; codes and money beside a count. A code beside a name only when the name has no digit (else it is one)."""
+    beside a choice of no number; codes and money beside a count. Beside a name that has a number in it ('3.8 kg'), a number of the kind it has is its rival, and so is a code."""
     k, t = kind[0], expects.type
     if t == "choice": return not any(number(c) is not None for c in expects.choices)    # unless its choices are numbers
     if t == "date": return True
     has_unit = k == "count" and kind[1] is not None
-    if t in ("name", "set"): return k in ("money", "percent", "part") or has_unit or k == "code" and not re.search(r"\d", str(expects.value))
+    if t in ("name", "set"):           # a name with a number in it ('3.8 kg', 'Gate 4') has numbers of its own kind for rivals
+        v = str(expects.value)
+        if not re.search(r"\d", v): return k in ("money", "percent", "part", "code") or has_unit
+        own = {k2 for _, _, _, k2 in read_numbers(v)}
+        return k in ("money", "percent", "part") and (k,) not in own or has_unit and kind not in own
     if t == "count": return k in ("money", "percent", "part", "code") or has_unit and unit is not None and kind[1] != unit
     return k in ("percent", "part", "code") or has_unit and kind[1] not in MONEY
 
@@ -370,7 +382,12 @@ def value_spans(expects: Expects, answer, question=None) -> list:
         days = {d for _, _, d in read_dates(q, day.year)}
         return spans + [(s, e) for s, e, d in read_dates(t, day.year) if d == day or d in days and _as_asked(t, s, e, q)]
     items = expects.value if expects.type == "set" else [expects.value]
-    return spans + [sp for n in [*items, *(c for c in expects.choices if phrase_spans(q, c))] for sp in phrase_spans(t, n)]
+    def whole(n, s, e):                # with the signs the name itself starts or ends with ('+1 (555) 288-4474', 'C++')
+        head, tail = re.match(r"[^\w\s]*", str(n))[0], re.search(r"[^\w\s]*$", str(n))[0]
+        return (s - len(head) if head and t[max(s - len(head), 0):s] == head else s, e + len(tail) if tail and t[e:e + len(tail)] == tail else e)
+    named = [whole(n, *sp) for n in items for sp in phrase_spans(t, n)]
+    named += [sp for c in expects.choices if c not in items for sp in phrase_spans(t, c) if _as_asked(t, *sp, q)]
+    return spans + named
 
 def grade(expects: Expects, answer, question=None, seen=None) -> Verdict:
     """The value `answer` asserts against what `expects`: passed True when it is a plain statement of the expected
