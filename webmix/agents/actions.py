@@ -7,7 +7,8 @@ boxes and the mouse strokes the gestures are made of."""
 __all__ = ['RANGE_THUMB_PX', 'JS_ACTIONS', 'UNSAFE_TO_FIND', 'use_normalized_coordinates', 'viewport_size', 'to_pixels',
            'to_normalized', 'element_index', 'element_box', 'viewport_css', 'is_slider', 'Point', 'point_on',
            'clamp_into', 'element_points', 'stroke', 'DragAction', 'DrawAction', 'PasteAction', 'drag_end',
-           'reuse_result_adapters', 'short_bus_names', 'make_tools', 'guarded', 'reuse_action_models', 'shared_tools']
+           'reuse_result_adapters', 'short_bus_names', 'make_tools', 'guarded', 'excluded_actions', 'agent_actions',
+           'reuse_action_models', 'shared_tools']
 
 # %% ../../nbs/agents/02d_actions.ipynb #207c3bfb
 import re, time
@@ -318,6 +319,15 @@ def guarded(tools):
     _wrap(tools, "select_dropdown", _marked)
     _wrap(tools, "find_text", _plain_text_to_find)
     return tools
+
+# %% ../../nbs/agents/02d_actions.ipynb #f143c037
+def excluded_actions(allow_js=False) -> tuple:
+    "The browser-use actions an evaluated or online agent does not get: JavaScript of its own, unless `allow_js`."
+    return () if allow_js else JS_ACTIONS
+
+def agent_actions(allow_js=False) -> list:
+    "The names of the actions an evaluated or online agent (a single agent, or a planner's specialist) is offered."
+    return sorted(make_tools(exclude=excluded_actions(allow_js)).registry.registry.actions)
 
 # %% ../../nbs/agents/02d_actions.ipynb #631bd4ba
 def reuse_action_models() -> None:

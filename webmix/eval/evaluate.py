@@ -7,10 +7,9 @@ done-gating, human-style and datagen tasks, grades from the backend, regrading, 
 __all__ = ['REASONING', 'MAX_GATES', 'EVAL_KINDS', 'READ_S', 'MISSING', 'JS_MARK', 'STAND_IN_MARK', 'TOKEN_COLUMNS', 'arm_models',
            'premature', 'router_note', 'gate_done', 'Routed', 'load_tasks', 'human_tasks', 'history_actions',
            'session_lost', 'masked_cause', 'grade', 'write_rows', 'EvalLine', 'line_schema', 'unit_key', 'unit_fields',
-           'episode_record', 'finished_record', 'grade_episode', 'episode_cause', 'run_episode', 'excluded_actions',
-           'agent_actions', 'requested_models', 'check_served', 'run_evaluate', 'outcome', 'outcomes', 'pd_series',
-           'graded', 'coverage', 'js_arms_named', 'success_table', 'by_site', 'effort', 'tokens_by_arm', 'run_summary',
-           'tally', 'serve_cmd']
+           'episode_record', 'finished_record', 'grade_episode', 'episode_cause', 'run_episode', 'requested_models',
+           'check_served', 'run_evaluate', 'outcome', 'outcomes', 'pd_series', 'graded', 'coverage', 'js_arms_named',
+           'success_table', 'by_site', 'effort', 'tokens_by_arm', 'run_summary', 'tally', 'serve_cmd']
 
 # %% ../../nbs/eval/01_evaluate.ipynb #12f1e68a
 import asyncio, copy, json, shutil, sys
@@ -24,6 +23,7 @@ from .. import formats, runs
 from ..world import checks
 from ..agents import harness as H
 from ..agents import actions as HA
+from ..agents.actions import agent_actions, excluded_actions
 from ..agents import session as HS
 from ..world.catalog import FAMILIES, REASON
 from ..config import ADMIN_TIMEOUT_S, annotations_dir, json_lines, site_split
@@ -391,16 +391,6 @@ async def run_episode(unit, worker) -> dict:
     shutil.rmtree(ep / "_files", ignore_errors=True)
     worker.place(ep, Path(worker.out) / key)
     return EvalLine(**{**unit_fields(unit), **res}).model_dump(exclude_unset=True)   # typed: a stray field raises here
-
-# %% ../../nbs/eval/01_evaluate.ipynb #bf233439
-def excluded_actions(allow_js=False) -> tuple:
-    "The browser-use actions an evaluated agent does not get: JavaScript of its own, unless `allow_js`."
-    return () if allow_js else HA.JS_ACTIONS
-
-# %% ../../nbs/eval/01_evaluate.ipynb #da84eff5
-def agent_actions(allow_js=False) -> list:
-    "The names of the actions an evaluated agent (a single agent, or a planner's specialist) has."
-    return sorted(HA.make_tools(exclude=excluded_actions(allow_js)).registry.registry.actions)
 
 # %% ../../nbs/eval/01_evaluate.ipynb #7628ddc8
 def requested_models(o: EvalOptions, tasks) -> list:

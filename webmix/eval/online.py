@@ -6,10 +6,10 @@ task on its live website, saved in the layout WebJudge reads, polite pacing per 
 # %% auto #0
 __all__ = ['FIELDS', 'REQUIRED', 'NOT_ACTIONS', 'PLANNER_SKIP', 'ELEMENT_ATTRS', 'EPISODE_MARGIN_S', 'LEAK_RUN', 'online_task',
            'load_tasks', 'element_text', 'action_line', 'step_record', 'ordered_steps', 'trajectory',
-           'saved_trajectory', 'Pacer', 'by_turns', 'staging_root', 'failed_root', 'hint_text', 'acting_text',
-           'excluded_actions', 'agent_actions', 'act', 'cut_short', 'without_hint', 'hint_in', 'plain', 'texts_of',
-           'leaked_hint', 'online_record', 'save_episode', 'write_online_rows', 'ended_as', 'unreachable', 'play',
-           'run_online_episode', 'OnlineLine', 'served_models', 'unit_fields', 'status_table', 'run_online']
+           'saved_trajectory', 'Pacer', 'by_turns', 'staging_root', 'failed_root', 'hint_text', 'acting_text', 'act',
+           'cut_short', 'without_hint', 'hint_in', 'plain', 'texts_of', 'leaked_hint', 'online_record', 'save_episode',
+           'write_online_rows', 'ended_as', 'unreachable', 'play', 'run_online_episode', 'OnlineLine', 'served_models',
+           'unit_fields', 'status_table', 'run_online']
 
 # %% ../../nbs/eval/03_online.ipynb #66a91215
 import asyncio, fcntl, html, json, os, random, re, shutil, socket, time
@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import runs
 from ..agents import harness as H
 from ..agents import actions as HA
+from ..agents.actions import agent_actions, excluded_actions
 from ..agents import offline as HO
 from ..agents import session as HS
 from ..agents.reach import Reach, origin_of
@@ -237,16 +238,6 @@ def acting_text(task, hint=None) -> str:
     "What the agent is asked: the confirmed task, and the privileged hint after it when there is one."
     h = hint_text(hint)
     return task.confirmed_task.strip() + (f"\n\n{h}" if h else "")
-
-# %% ../../nbs/eval/03_online.ipynb #5d1e0a11
-def excluded_actions(allow_js=False) -> tuple:
-    "The browser-use actions an online agent does not get: JavaScript of its own (`evaluate`), unless `allow_js`, as in evaluation."
-    return () if allow_js else HA.JS_ACTIONS
-
-# %% ../../nbs/eval/03_online.ipynb #5d1e0a12
-def agent_actions(allow_js=False) -> list:
-    "The names of the actions an online base agent is offered (the manifest's `actions`)."
-    return sorted(HA.make_tools(exclude=excluded_actions(allow_js)).registry.registry.actions)
 
 # %% ../../nbs/eval/03_online.ipynb #86b07291
 async def act(task, o, bs, held, kept, hint=None) -> dict:

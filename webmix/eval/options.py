@@ -94,7 +94,7 @@ class EvalOptions:
     def settings(self) -> dict:
         "What decides this run's results (every field but `vllm`, and the agent's actions): what a resume must match."
         from webmix.command import deciding_settings
-        from webmix.eval.evaluate import agent_actions
+        from webmix.agents.actions import agent_actions
         return {**deciding_settings(self), "actions": agent_actions(self.allow_js)}
 
 # %% ../../nbs/eval/90_options.ipynb #e3d0a49e
