@@ -271,6 +271,10 @@ start starts started begin begins end ends ended get gets got give gives gave ma
 come comes run runs arrive arrives arrived owe owes pay pays paid sell sells sold buy buys bought hold holds held
 contain contains include includes included appear appears remain remains need needs cover covers call calls
 belong belongs work works live lives stand stands sit sits use uses used return returns returned
+close closes closing closed open opens opening submitted issued burned burns shot taken lasted lasts came completed
+then so far you've i've we've they've you're we're they're i'm
+january february march april may june july august september october november december
+jan feb mar apr jun jul aug sep sept oct nov dec
 of on in at for to with as by from per into and
 current currently now today exactly just only altogether overall all
 status state item items entry entries record records one ones name named called titled title date day due set
