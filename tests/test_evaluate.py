@@ -489,3 +489,18 @@ def test_a_broken_annotation_stops_evaluate_in_one_line_naming_it(tmp_path):
                            capture_output=True, text=True, timeout=120, env={**os.environ, "WEBMIX_DATA": str(data)})
         line = one_line_refusal(p)
         assert str(broken) in line and said in line, line
+
+
+def test_seed_gives_each_sampled_episode_a_seed_of_its_own(tmp_path):
+    "With --temperature above 0 every request of an episode carries a seed drawn from --seed and the episode: the same again, another per repeat."
+    task = [t for t in E.human_tasks("test") if t["task_id"] == "add-finance-assignment"]
+    seeds = {}
+    for seed, out in ((5, "a"), (5, "b"), (6, "c")):
+        with ScriptedServer({m: always_done for m in MODELS}) as srv:
+            E.run_evaluate(task, tmp_path / out, arm="base", vllm=srv.base_url, workers=1, progress=False, temperature=0.7,
+                           repeats=2, seed=seed)
+            seeds[out] = sorted({r.get("seed") for r in srv.requests if "messages" in r})
+    assert len(seeds["a"]) == 2 and None not in seeds["a"] and seeds["a"] == seeds["b"] and set(seeds["c"]).isdisjoint(seeds["a"])
+    with ScriptedServer({m: always_done for m in MODELS}) as srv:          # at temperature 0 no seed is sent
+        E.run_evaluate(task, tmp_path / "d", arm="base", vllm=srv.base_url, workers=1, progress=False, seed=5)
+        assert {r.get("seed") for r in srv.requests if "messages" in r} == {None}

@@ -293,12 +293,13 @@ def stopped_on_failure(history) -> bool:
     return bool(steps) and steps[-1].model_output is None and not history.is_done()
 
 # %% ../../nbs/agents/02_harness.ipynb #a8e4be05
-def make_llm(name: str, base_url: str, temperature: float = 0.0, max_tokens: int = 1024):
+def make_llm(name: str, base_url: str, temperature: float = 0.0, max_tokens: int = 1024, seed: int | None = None):
     """browser-use's ChatOpenAI for an OpenAI-compatible server; `name` is the served model (or LoRA adapter); its
-    failures, usage noted; a reply over a cap (`llm.check_reply`) a reply failure."""
+    failures, usage noted; a reply over a cap (`llm.check_reply`) a reply failure; `seed`: the sampling seed every request
+    carries (vLLM's per-request `seed`), when given."""
     from browser_use.llm.openai.chat import ChatOpenAI     # here: the openai SDK is a third of this module's import
     llm = ChatOpenAI(model=name, base_url=base_url, api_key=openai_key(), temperature=temperature,
-                     max_completion_tokens=max_tokens, frequency_penalty=None, reasoning_models=[], max_retries=2)
+                     max_completion_tokens=max_tokens, frequency_penalty=None, seed=seed, reasoning_models=[], max_retries=2)
     llm.ainvoke = _noting_failures(llm.ainvoke)
     return instrument(llm, check=check_reply)            # calls.MODEL_CALLS and calls.RESPONSE_CACHE of the episode
 

@@ -12,7 +12,7 @@ __all__ = ['REASONING', 'MAX_GATES', 'EVAL_KINDS', 'READ_S', 'MISSING', 'JS_MARK
            'success_table', 'by_site', 'effort', 'tokens_by_arm', 'run_summary', 'tally', 'serve_cmd']
 
 # %% ../../nbs/eval/01_evaluate.ipynb #12f1e68a
-import asyncio, copy, json, shutil, sys
+import asyncio, copy, json, shutil, sys, zlib
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
@@ -333,7 +333,8 @@ async def run_episode(unit, worker) -> dict:
         prompt, start = await task.prepare(page)
         write_episode(ep, episode_record(task, o, start))
         (ep / "task.json").write_text(json.dumps({**task.to_dict(), "kind": task.kind}, ensure_ascii=False))   # --regrade's
-        llm = H.make_llm(o.base_name, o.vllm, temperature=o.temperature, max_tokens=o.max_tokens)
+        sampled = zlib.crc32(f"{unit.get('seed', 0)}:{key}".encode()) if o.temperature > 0 else None   # the episode's own, from --seed
+        llm = H.make_llm(o.base_name, o.vllm, temperature=o.temperature, max_tokens=o.max_tokens, seed=sampled)
         record_requests(llm, kept)                     # prompts.jsonl; the rows of --record-rows
         if o.arm == "agent_planner": router = SimpleNamespace(trace=[])
         else:
@@ -414,8 +415,9 @@ def check_served(o: EvalOptions, tasks) -> list:
 # %% ../../nbs/eval/01_evaluate.ipynb #43382a02
 def run_evaluate(tasks, out, progress=True, args=None, options: EvalOptions | None = None, **kw):
     """Evaluate `tasks` (records' tasks, or their JSON objects) into `out` (see above); `kw`: EvalOptions' fields (or
-    the record as `options`), then run_units'. -> the episodes' result lines as a DataFrame, the tally as `.attrs["summary"]`."""
+    the record as `options`), `seed` (the episodes' sampling seeds are drawn from it), then run_units'. -> the episodes' result lines as a DataFrame, the tally as `.attrs["summary"]`."""
     opts, engine = (options, kw) if options is not None else split_options(EvalOptions, kw)
+    seed = engine.pop("seed", 0)                       # --seed: each sampled episode's requests carry a seed drawn from it
     tasks = [as_task(t, f"task {i + 1} of {len(tasks)}") for i, t in enumerate(tasks)]     # each id a folder of `out`
     tasks = with_variants(tasks, opts.variants, opts.variant)                              # <id>~v<N> on variant N
     names = check_served(opts, tasks)
@@ -423,7 +425,7 @@ def run_evaluate(tasks, out, progress=True, args=None, options: EvalOptions | No
     # the agent's prompt names elements by Chromium's node ids, which depend on all the browser loaded before: with
     # --cache, each episode gets a new browser, so a rerun's prompts, and so their keys, are the first run's
     if opts.cache: engine["keep_browsers"] = False
-    units = [{"task": t, "repeat": r, "repeats": opts.repeats, "arm": opts.arm, **({"stand_in": True} if stand_in else {})}
+    units = [{"task": t, "repeat": r, "repeats": opts.repeats, "arm": opts.arm, "seed": seed, **({"stand_in": True} if stand_in else {})}
              for t in tasks for r in range(opts.repeats)]
     roles = {opts.planner_name: "planner"} if opts.arm == "agent_planner" else {}
     runs.run_units(units, run_episode, out, runner="evaluate", key=unit_key, fields=unit_fields, timeout=opts.timeout + 60,

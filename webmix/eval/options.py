@@ -137,7 +137,7 @@ def evaluate_cmd(o: EvalOptions, sel: EvalTasks, run: RunOptions) -> int:
         print(regrade_line(regrade(tasks, sel.regrade, into=run.out), sel.regrade))
         return 0
     args = {**command_args(sel, o, run), "selection": task_selection(sel, skip=("regrade", "resume", "verifier_only"))}
-    try: run_evaluate(tasks, run.out, options=o, args=args, **run.engine("timeout"))
+    try: run_evaluate(tasks, run.out, options=o, args=args, seed=run.seed, **run.engine("timeout"))
     except runs.RunRefused as e: raise SystemExit(f"webmix evaluate: {e}")
     return 0
 
