@@ -271,7 +271,7 @@ def chat_failure(e) -> tuple | None:
     """('server', what) when the model server failed (masked: records.failure_class), ('refused', what) when it refused
     the agent's request with a 4xx (a prompt over the context: the agent's), ('reply', what) when the model's reply was
     not the JSON asked for (or over a cap); else None."""
-    from ..records import failure_class
+    from webmix.records import failure_class        # records reads world's checks: imported when first needed
     f = failure_class(e, infra=None)
     if f is None: return None
     return ("server" if f.masked else f.kind), f.what
