@@ -29,6 +29,7 @@ from flask import Response, request
 
 from webmix.eval import evaluate as E
 from webmix.eval import online as O
+from webmix.eval.options import OnlineOptions
 from webmix.eval import taskjudge as T
 from webmix.eval.stand_ins import model_spec
 from webmix.agents.llm import ScriptedServer
@@ -326,6 +327,20 @@ PAGES = ["/sites/shop/products", "/sites/shop/orders", "/sites/forum/threads", "
          "/sites/forum/threads/1"]
 
 
+VICTIM = 2                                  # the task on a MiniWeb server of its own, the `miniweb` case
+
+
+def cases_in_run_order(websites) -> list:
+    """The case of each task on `websites` such that `webmix online` (its default --seed shuffles, then alternates
+    between websites) meets them in ONLINE_CASES' order, the `miniweb` case on the VICTIM's own server."""
+    shape = lambda i, w: O.online_task({"task_id": str(i), "confirmed_task": "-", "website": w, "level": "easy"})
+    order = [int(t.task_id) for t in O.by_turns([shape(i, w) for i, w in enumerate(websites)], OnlineOptions().seed)]
+    rest = iter(c for c in ONLINE_CASES if c != "miniweb")
+    case = {i: "miniweb" if i == VICTIM else next(rest) for i in order}
+    assert case[order[-1]] == "sigkill", order
+    return [case[i] for i in range(len(websites))]
+
+
 @pytest.fixture(scope="module")
 def online_run(tmp_path_factory):
     """`webmix online` as a process of its own, one worker, eleven tasks on MiniWeb sites this test serves (the
@@ -346,11 +361,11 @@ def online_run(tmp_path_factory):
                        policy.respond, body, ONLINE_TIMEOUT + 30)
 
     with Servers(ports=free_ports(1)) as site, Servers(ports=free_ports(1)) as victim:
+        websites = [(victim if i == VICTIM else site).bases[0] + PAGES[i] for i in range(len(ONLINE_CASES))]
         tasks = [{"task_id": f"{i:02d}-{c}", "confirmed_task": f"Look around this page and say what it shows (case {c}).",
-                  "website": (victim if c == "miniweb" else site).bases[0] + PAGES[i], "level": "easy"}
-                 for i, c in enumerate(ONLINE_CASES)]
+                  "website": w, "level": "easy"} for i, (c, w) in enumerate(zip(cases_in_run_order(websites), websites))]
         (root / "tasks.json").write_text(json.dumps(tasks, indent=1))
-        key_of = {c: t["task_id"] for c, t in zip(ONLINE_CASES, tasks)}
+        key_of = {t["task_id"].split("-", 1)[1]: t["task_id"] for t in tasks}
         srv = FaultServer({"base": model}, raw=lambda body: cut_body(body, case_of, cases), threads=8).start()
         srv.back_when(lambda: key_of["goaway"] in done_keys(out), cases.events)
         cmd = ["webmix", "online", "--tasks", str(root / "tasks.json"), "--arm", "base", "--model", "base", "--vllm", srv.base_url,
@@ -436,6 +451,19 @@ def test_online_run_killed_and_rerun_finishes_every_episode_once_and_leaves_noth
 JUDGE_CASES = ["control1", "http500", "malformed", "garbage", "hang", "goaway", "control2"]
 
 
+def ran_to_the_end(run) -> list:
+    "The keys of `run`'s episodes the judge asks its model about (those not cut off), in the run's order."
+    lines, inputs = T._line_and_inputs(run)
+    return [k for k, *_ in T.run_episodes(run) if T.cut_off(lines.get(k), inputs(k)) is None]
+
+
+def copy_episode(run, key, new):
+    "One more episode in `run`: `key`'s folder and result line under the name `new`."
+    shutil.copytree(run / key, run / new)
+    line = latest(read_results(run))[key]
+    with open(run / "results.jsonl", "a") as f: f.write(json.dumps({**line, "task_id": new}) + "\n")
+
+
 @pytest.fixture(scope="module")
 def judge_run(evaluate_run, tmp_path_factory):
     """`taskgen judge` (one worker, three tries an episode) on a copy of the evaluate run's episodes, each meeting its
@@ -443,9 +471,12 @@ def judge_run(evaluate_run, tmp_path_factory):
     judged again with the server healthy."""
     rdir = tmp_path_factory.mktemp("faults-judge") / "run"
     shutil.copytree(evaluate_run["out"], rdir, ignore=shutil.ignore_patterns("_tmp"))
+    asks = ran_to_the_end(rdir)                   # a cut-off episode is judged NOT SUCCESS without a request
+    for i in range(len(JUDGE_CASES) - len(asks)): copy_episode(rdir, asks[i % len(asks)], f"{asks[i % len(asks)]}~copy{i}")
     keys = [k for k, *_ in T.run_episodes(rdir)]
-    assert len(keys) >= len(JUDGE_CASES), keys
-    case_of = dict(zip(keys, JUDGE_CASES + ["control"] * (len(keys) - len(JUDGE_CASES))))
+    asks = ran_to_the_end(rdir)
+    assert len(asks) >= len(JUDGE_CASES), (keys, asks)
+    case_of = {k: "control" for k in keys} | dict(zip(asks, JUDGE_CASES))
     jdir = T.judge_dir(rdir)
     judge, cases, asked, faulty = T.ScriptedJudge(seed=4), Cases(), [], threading.Event()
     faulty.set()
@@ -484,7 +515,7 @@ def judge_run(evaluate_run, tmp_path_factory):
     finally:
         cases.release.set()
         srv.stop()
-    return {"keys": keys, "case_of": case_of, "first": first, "second": second, "errors": errors, "verdicts": verdicts,
+    return {"keys": keys, "asks": asks, "case_of": case_of, "first": first, "second": second, "errors": errors, "verdicts": verdicts,
             "asked_again": asked[n_before:], "cases": cases, "jdir": jdir}
 
 
@@ -513,10 +544,11 @@ def test_judge_run_finishes_every_episode_and_a_rerun_judges_only_the_failed_one
     assert sorted(e["task_id"] for e in r["errors"]) == sorted(failed)
     assert set(r["verdicts"]) == set(r["keys"]) - failed
     assert r["first"]["errors"] == len(failed) and r["first"]["judged"] == len(r["keys"]) - len(failed)
-    assert all(v["tries"] >= 1 and v["task_id"] == k for k, v in r["verdicts"].items())
+    assert all(v["task_id"] == k and (v["tries"] >= 1 if k in r["asks"] else v["cut_off"] and v["verdict"] == "NOT SUCCESS")
+               for k, v in r["verdicts"].items())
     assert r["cases"].did("back"), "the judge's server never came back"
     # the episode after the outage is judged (on its first try, or a retry once the server is back)
-    after = r["keys"][r["keys"].index(next(k for k, c in r["case_of"].items() if c == "goaway")) + 1]
+    after = r["asks"][r["asks"].index(next(k for k, c in r["case_of"].items() if c == "goaway")) + 1]
     assert after in r["verdicts"], after
     # the rerun: every failed episode asked once, the judged ones not at all; every episode now has its verdict
     assert sorted(r["asked_again"]) == sorted(failed), r["asked_again"]
@@ -528,5 +560,5 @@ def test_judge_run_finishes_every_episode_and_a_rerun_judges_only_the_failed_one
     print("\njudge:")
     for k in r["keys"]:
         got = r["verdicts"].get(k)
-        said = f"verdict after {got['tries']} tries" if got else next(e["error"] for e in r["errors"] if e["task_id"] == k)
+        said = (f"cut off, not asked: {got['cut_off']}" if got.get("cut_off") else f"verdict after {got['tries']} tries") if got else next(e["error"] for e in r["errors"] if e["task_id"] == k)
         print(f"  {r['case_of'][k]:9} {str(said)[:230]}")
