@@ -53,7 +53,7 @@ class EpisodeRecord(BaseModel):
     fields (the task's own, a chain's parts, a rows folder's source) are kept as they are."""
     model_config = ConfigDict(extra="allow", title="An episode folder's episode.json")
     layout: Literal["agent", "datagen", "rows"] = Field(description="What the folder holds (see above).")
-    runner: Literal["evaluate", "online", "datagen", "plan-data"] = Field(description="The runner that wrote it.")
+    runner: Literal["evaluate", "online", "datagen", "plan-data", "env"] = Field(description="The runner that wrote it.")
     task_id: str = Field(min_length=1, description="The task's id (the folder's name in its run).")
     site: str = Field("", description="The task's site (a MiniWeb site's name, or a website's host).")
     macro: str = Field("", description="The task's macro, when it has one.")
