@@ -15,9 +15,10 @@ from .world.options import COMMANDS as WORLD
 from .data.options import COMMANDS as DATA
 from .eval.options import COMMANDS as EVAL
 from .views.options import COMMANDS as VIEWS
+from .env.options import COMMANDS as ENV
 
 # %% ../nbs/90_cli.ipynb #b710526b
-COMMANDS = (*WORLD, MAIN, *DATA, *EVAL, *VIEWS)
+COMMANDS = (*WORLD, MAIN, *DATA, *EVAL, *VIEWS, *ENV)
 
 # %% ../nbs/90_cli.ipynb #a75ef262
 def parser():
