@@ -246,10 +246,10 @@ async def _end(self, sid: str, why: str, kill: bool, count: str) -> Path | None:
     if lease is None: return None
     self.ended[sid] = why
     while len(self.ended) > KEEP_ENDED: self.ended.popitem(last=False)
+    self.counts["closed"] += 1                    # counted as it leaves the host: metrics agree with sessions_open
+    if count != "closed": self.counts[count] += 1
     folder = await _close_quietly(lease.session)
     await self._give_back(lease.kept, kill=kill)
-    self.counts["closed"] += 1
-    if count != "closed": self.counts[count] += 1
     await self._free_slot()
     return folder
 
