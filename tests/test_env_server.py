@@ -1,7 +1,8 @@
 """`webmix env serve` end to end: the real command in a subprocess on a free port, driven over HTTP with httpx.
 
 Two sessions at once on two tasks (a datagen task `webmix tasks` makes, a human-style task): the reward is 1 for a
-correct action sequence and 0 for a wrong one; a third open past --max-sessions is refused as busy; every error is
+correct action sequence and 0 for a wrong one; a third open past --max-sessions is refused as busy, or waits for a
+slot when it asks to (and gets a browser the pool kept); every error is
 one JSON line with its kind, whether a retry helps and the fitting HTTP status (an unknown session or task, a
 malformed action, a body that does not validate, a 10 MB body, an unknown route); an index not on the page and a
 navigation off the site are the observation's error, not a crash. A second server with --session-ttl 3: a
@@ -9,6 +10,7 @@ session whose browser is killed fails retryably and the next session gets a new 
 calling has its session reclaimed (saved) within the TTL with no Chromium and no temporary folder left; Ctrl-C
 stops the server with nothing left running. An occupied port is refused in one line."""
 import base64, json, os, signal, subprocess, sys, time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -126,6 +128,7 @@ def test_two_sessions_rewards_busy_and_pool(server):
     assert b["observation"]["screenshot"] is None and "/sites/mail" in b["observation"]["url"]
     assert c.get("/health").json()["sessions_open"] == 2
     error_of(c.post("/sessions", json={"task_id": HUMAN}), 503, "busy", retryable=True)
+    waiting = ThreadPoolExecutor(1).submit(c.post, "/sessions", json={"task_id": HUMAN, "wait": 300})   # gets a slot later
 
     right = play(c, a["session_id"], [{"click": {"control_id": task.control["control_id"], "value": task.option["value"]}},
                                       {"done": {"text": "Opened it.", "success": True}}])
@@ -139,7 +142,7 @@ def test_two_sessions_rewards_busy_and_pool(server):
         closed = c.delete(f"/sessions/{s['session_id']}").json()
         assert Path(closed["episode"]).parent == out and (Path(closed["episode"]) / "episode.json").is_file()
 
-    again = c.post("/sessions", json={"task_id": HUMAN, "wait": 5}).json()    # on a browser the pool kept
+    again = waiting.result(timeout=300).json()           # opened once a session closed, on a browser the pool kept
     done = play(c, again["session_id"], HUMAN_RIGHT)
     assert (done["reward"], done["info"]["passed"]) == (1.0, True), done["info"]
     assert c.post("/close", json={"session_id": again["session_id"]}).json()["closed"]
