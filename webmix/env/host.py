@@ -118,7 +118,7 @@ async def _take_slot(self, wait: float) -> None:
     async with self.slots:
         if _full(self):
             if not wait or wait <= 0:
-                raise EnvError("busy", f"{self.max_sessions} sessions are open (--max-sessions): retry, or ask to wait")
+                raise EnvError("busy", f"all {self.max_sessions} session slots are taken (--max-sessions): retry, or ask to wait")
             try: await asyncio.wait_for(self.slots.wait_for(lambda: not _full(self)), wait)
             except TimeoutError: raise EnvError("busy", f"no session slot came free within {wait:g} s") from None
         self.pending += 1

@@ -112,7 +112,7 @@ class ActionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     action: Any = Field(description='One action, e.g. {"click": {"index": 12}} or {"click": {"control_id": "menu-orders"}}.')
 
-# %% ../../nbs/env/03_server.ipynb #57c0a4c3
+# %% ../../nbs/env/03_server.ipynb #a3a309cc
 class SessionRequest(BaseModel):
     "A session named in the body (the NeMo Gym-style routes)."
     model_config = ConfigDict(extra="forbid")
@@ -137,7 +137,7 @@ class TaskEntry(BaseModel):
 class TaskList(BaseModel):
     tasks: list[TaskEntry]
 
-# %% ../../nbs/env/03_server.ipynb #8af20e4e
+# %% ../../nbs/env/03_server.ipynb #b992c54e
 ERRORS = {s: {"model": ErrorReply} for s in (400, 404, 409, 413, 503)}
 
 def make_app(host: SessionHost, max_body: int = MAX_BODY, on_start=None) -> FastAPI:
@@ -170,7 +170,7 @@ def make_app(host: SessionHost, max_body: int = MAX_BODY, on_start=None) -> Fast
     _routes(app, host)
     return app
 
-# %% ../../nbs/env/03_server.ipynb #b992c54e
+# %% ../../nbs/env/03_server.ipynb #5bc47500
 def _routes(app: FastAPI, host: SessionHost) -> None:
     "The routes of `make_app` on `host`."
     async def open_(r: OpenRequest) -> Opened:
@@ -213,7 +213,7 @@ def _routes(app: FastAPI, host: SessionHost) -> None:
     @app.post("/close", summary="NeMo Gym-style: close the session in the body")
     async def close_(r: SessionRequest) -> Closed: return await closed(r.session_id)
 
-# %% ../../nbs/env/03_server.ipynb #73258056
+# %% ../../nbs/env/03_server.ipynb #ce3397da
 class PortTaken(OSError):
     "The address and port to listen on are taken (or not this machine's)."
 
@@ -229,7 +229,7 @@ def bind(address: str, port: int) -> socket.socket:
         raise PortTaken(f"cannot listen on {address}:{port} ({e.strerror or e}): pick another with --port") from None
     return s
 
-# %% ../../nbs/env/03_server.ipynb #ce3397da
+# %% ../../nbs/env/03_server.ipynb #51434a83
 def serve(host: SessionHost, address: str = "127.0.0.1", port: int = 8500, max_body: int = MAX_BODY) -> int:
     "Serve `host` over HTTP on address:port until Ctrl-C (see above) -> 0."
     import uvicorn
