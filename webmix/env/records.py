@@ -6,12 +6,12 @@ the one error every failure becomes (its kind, whether a retry helps, one line).
 # %% auto #0
 __all__ = ['ERROR_KINDS', 'ACTION_NAMES', 'EndedBy', 'Element', 'Observation', 'StepResult', 'Verification', 'EnvError']
 
-# %% ../../nbs/env/00_records.ipynb #002a50c9
+# %% ../../nbs/env/00_records.ipynb #f0f52258
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# %% ../../nbs/env/00_records.ipynb #dfd13d32
+# %% ../../nbs/env/00_records.ipynb #821b7ad7
 class Element(BaseModel):
     "One interactive element of the page (see above)."
     model_config = ConfigDict(title="An interactive element of an observation")
@@ -23,7 +23,7 @@ class Element(BaseModel):
     value: str | None = Field(None, description="What tells apart the elements of one control id (data-value: a row's record, a link's target).")
     attributes: dict[str, str] = Field({}, description="Its other attributes as browser-use keeps them (type, name, role, placeholder ...).")
 
-# %% ../../nbs/env/00_records.ipynb #8f29c95d
+# %% ../../nbs/env/00_records.ipynb #ccf0966e
 class Observation(BaseModel):
     "What a client sees before a step (see above)."
     model_config = ConfigDict(title="An environment observation")
@@ -36,8 +36,9 @@ class Observation(BaseModel):
     screenshot: str | None = Field(None, description="The viewport as a base64 PNG (when screenshots are on and it is under the cap).")
     last_result: str | None = Field(None, description="What the last action said it did.")
     error: str | None = Field(None, description="Why the last action failed, when it did.")
+    files: list[str] = Field([], description="The files the agent was given, by name (what `upload_file`'s path may name).")
 
-# %% ../../nbs/env/00_records.ipynb #2385c0cc
+# %% ../../nbs/env/00_records.ipynb #391db847
 class StepResult(BaseModel):
     "What `step` returns: the next observation, the reward (0 until the episode ends, then its grade), whether it ended, and why."
     model_config = ConfigDict(title="An environment step's result")
@@ -46,7 +47,7 @@ class StepResult(BaseModel):
     done: bool = Field(False, description="The episode ended: a done action, the step cap or the time limit.")
     info: dict = Field({}, description="ended_by (done, max_steps, timeout), passed (null: ungraded), detail, answer, episode.")
 
-# %% ../../nbs/env/00_records.ipynb #a930c7ec
+# %% ../../nbs/env/00_records.ipynb #c6985786
 class Verification(BaseModel):
     "What `verify` returns: the task's own grade of what the session did so far, with the evidence it read."
     model_config = ConfigDict(title="An environment verification")
@@ -55,7 +56,7 @@ class Verification(BaseModel):
     detail: str = Field("", description="The grader's words.")
     evidence: dict = Field({}, description="How much it read: requests, data changes, recorder events, clipboard writes, the answer.")
 
-# %% ../../nbs/env/00_records.ipynb #cf777363
+# %% ../../nbs/env/00_records.ipynb #05b95a72
 ERROR_KINDS = {"bad_request": False, "unknown_session": False, "unknown_task": False, "bad_action": False,
                "ended": False, "busy": True, "browser": True, "miniweb": True, "internal": True}
 
@@ -68,7 +69,7 @@ class EnvError(Exception):
         super().__init__(f"{kind}: {self.message}")
     def to_dict(self) -> dict: return {"error_kind": self.kind, "retryable": self.retryable, "message": self.message}
 
-# %% ../../nbs/env/00_records.ipynb #220a835e
+# %% ../../nbs/env/00_records.ipynb #5d18fb3e
 ACTION_NAMES = ("click", "close", "done", "drag", "draw", "dropdown_options", "extract", "find_elements", "find_text",
                 "go_back", "input", "macro_done", "navigate", "paste", "read_clipboard", "read_file", "replace_file",
                 "save_as_pdf", "screenshot", "scroll", "search", "search_page", "select_dropdown", "send_keys", "switch",

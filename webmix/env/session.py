@@ -8,7 +8,7 @@ so far with the task's own grade, `close` saves the episode and releases the bro
 __all__ = ['INDEX_KEYS', 'KEPT_ATTRIBUTES', 'find_task', 'task_ids', 'as_env_task', 'element_for', 'by_index', 'parse_action',
            'elements_of', 'screenshot_of', 'EnvSession', 'observe', 'info', 'evidence_of', 'EnvLoop', 'SyncEnvSession']
 
-# %% ../../nbs/env/01_session.ipynb #469d8db7
+# %% ../../nbs/env/01_session.ipynb #df3a62f4
 import asyncio, base64, json, random, shutil, threading, time, uuid
 from contextlib import AsyncExitStack
 from functools import cache
@@ -26,7 +26,7 @@ from ..eval.episode import agent_episode, agent_steps, dumped_items, final_scree
 from ..eval.evaluate import episode_cause, grade_episode, history_actions, human_tasks, masked_cause
 from .records import ACTION_NAMES, Element, EnvError, Observation, StepResult, Verification
 
-# %% ../../nbs/env/01_session.ipynb #6d48778b
+# %% ../../nbs/env/01_session.ipynb #0157c4c4
 @cache
 def _tasks_by_id() -> dict:
     "Every human-style and datagen task of every site by id (made once per process)."
@@ -35,7 +35,7 @@ def _tasks_by_id() -> dict:
     for t in split_tasks("all"): out.setdefault(t["task_id"], t)
     return out
 
-# %% ../../nbs/env/01_session.ipynb #d43467b3
+# %% ../../nbs/env/01_session.ipynb #30859812
 def find_task(task_id: str) -> Task:
     "The task with this id (`<id>~v<n>`: on site variant n); EnvError unknown_task when there is none."
     tid = str(task_id)
@@ -45,7 +45,7 @@ def find_task(task_id: str) -> Task:
     task = as_task(got)
     return on_variant(task, int(n)) if mark and n.isdigit() and tid not in _tasks_by_id() else task
 
-# %% ../../nbs/env/01_session.ipynb #055e3d1a
+# %% ../../nbs/env/01_session.ipynb #87966f39
 def task_ids(split: str = "test", kinds=("human", "datagen")) -> list:
     "The ids of the tasks on the sites of `split` ('test', 'train' or 'all') of these kinds."
     from webmix.data.tasks import split_sites
@@ -55,7 +55,7 @@ def task_ids(split: str = "test", kinds=("human", "datagen")) -> list:
     if "datagen" in kinds: out += [i for i, t in _tasks_by_id().items() if not isinstance(t, Task) and t["site"] in sites]
     return out
 
-# %% ../../nbs/env/01_session.ipynb #0c9359be
+# %% ../../nbs/env/01_session.ipynb #48fbae8b
 def as_env_task(task, variant=None, seed=None) -> Task:
     "The task a reset asks for (an id, a JSON object or a Task) on `variant`; with no variant, `seed` draws one."
     if isinstance(task, str): t = find_task(task)
@@ -67,7 +67,7 @@ def as_env_task(task, variant=None, seed=None) -> Task:
     if t.kind == "online": raise EnvError("bad_request", "an online task runs on the real web: webmix env serves MiniWeb tasks")
     return on_variant(t, int(variant)) if variant else t
 
-# %% ../../nbs/env/01_session.ipynb #5473746d
+# %% ../../nbs/env/01_session.ipynb #f649e538
 INDEX_KEYS = {"index": "", "from_index": "from_", "to_index": "to_"}    # an element by index -> the prefix of its control id keys
 
 def _matches(node, cid, part, value) -> bool:
@@ -78,6 +78,10 @@ def _matches(node, cid, part, value) -> bool:
 def element_for(selector_map: dict, cid: str, part=None, value=None) -> int:
     "The index of the one element with this control id (and part, value); EnvError bad_action when none or several."
     hits = [i for i, n in selector_map.items() if _matches(n, cid, part, value)]
+    if len(hits) > 1:                      # not said: the element without a part (a form's own input, not its submit button) ...
+        plain = [i for i in hits if (part is not None or not (selector_map[i].attributes or {}).get("data-part"))
+                 and (value is not None or not (selector_map[i].attributes or {}).get("data-value"))]
+        hits = plain if len(plain) == 1 else hits
     if len(hits) == 1: return hits[0]
     if not hits: raise EnvError("bad_action", f"no element with control id {cid!r}" + (f", part {part!r}" if part else "") +
                                 (f", value {value!r}" if value is not None else "") + " on this page")
@@ -85,7 +89,7 @@ def element_for(selector_map: dict, cid: str, part=None, value=None) -> int:
     raise EnvError("bad_action", f"control id {cid!r} names {len(hits)} elements here: say which with `value` "
                                  f"(one of {', '.join(vals[:8])}{' ...' if len(vals) > 8 else ''})")
 
-# %% ../../nbs/env/01_session.ipynb #6ab67bab
+# %% ../../nbs/env/01_session.ipynb #bd911fb7
 def by_index(params: dict, selector_map: dict) -> dict:
     "`params` with each element named by control id named by its index (see above)."
     out = dict(params)
@@ -96,7 +100,7 @@ def by_index(params: dict, selector_map: dict) -> dict:
         elif part is not None or value is not None: raise EnvError("bad_action", f"`{pre}part`/`{pre}value` go with `{pre}control_id`")
     return out
 
-# %% ../../nbs/env/01_session.ipynb #712089a2
+# %% ../../nbs/env/01_session.ipynb #db3e4e95
 def parse_action(action, allowed=ACTION_NAMES) -> tuple:
     "(name, params) of one action (a JSON object or its text); EnvError bad_action when it is not one."
     if isinstance(action, (str, bytes)):
@@ -110,7 +114,7 @@ def parse_action(action, allowed=ACTION_NAMES) -> tuple:
     if not isinstance(params, dict): raise EnvError("bad_action", f"{name}: its parameters are a JSON object")
     return name, params
 
-# %% ../../nbs/env/01_session.ipynb #95ea8f61
+# %% ../../nbs/env/01_session.ipynb #a61590ad
 def elements_of(selector_map: dict) -> list:
     "The Elements of a browser-use selector map."
     out = []
@@ -128,7 +132,7 @@ def elements_of(selector_map: dict) -> list:
 KEPT_ATTRIBUTES = ("type", "name", "role", "placeholder", "aria-label", "title", "href", "value", "checked", "selected",
                    "aria-expanded", "min", "max", "step", "for", "id")
 
-# %% ../../nbs/env/01_session.ipynb #4f0b4024
+# %% ../../nbs/env/01_session.ipynb #5b3d9cb9
 def screenshot_of(state, cap: int) -> tuple:
     "(the screenshot as base64 PNG or None, why it was left out or None) of a browser-use state summary."
     shot = getattr(state, "screenshot", None)
@@ -136,7 +140,7 @@ def screenshot_of(state, cap: int) -> tuple:
     if len(shot) * 3 // 4 > cap: return None, f"the screenshot ({len(shot) * 3 // 4:,} bytes) is over the cap ({cap:,})"
     return shot, None
 
-# %% ../../nbs/env/01_session.ipynb #96456334
+# %% ../../nbs/env/01_session.ipynb #cee0098b
 class EnvSession:
     "One episode a caller steps (see above)."
     def __init__(self, base: str, out=None, keep=None, max_steps: int = 30, timeout: float = 600.0, screenshot: bool = True,
@@ -148,11 +152,11 @@ class EnvSession:
         self.task = self.key = self.reward = self.passed = self.ended_by = None
         self.done, self.steps, self.last_used, self.folder = False, 0, time.monotonic(), None
         self._stack = self._run = self._ask = self._reply = self.agent = self.bs = None
-        self._seen, self._detail, self._answer, self._t0 = [], "", None, None
+        self._seen, self._detail, self._answer, self._t0, self.files = [], "", None, None, []
 
     def _touch(self): self.last_used = time.monotonic()
 
-# %% ../../nbs/env/01_session.ipynb #70deaaed
+# %% ../../nbs/env/01_session.ipynb #ad50e2b9
 async def _reset(self, task, variant=None, seed=None) -> Observation:
     if self._stack is not None: await self.close()
     self.task = as_env_task(task, variant, seed)
@@ -160,18 +164,19 @@ async def _reset(self, task, variant=None, seed=None) -> Observation:
     self.done, self.steps, self.reward, self.passed, self.ended_by, self.folder = False, 0, None, None, None, None
     self._seen, self._detail, self._answer, self._t0 = [], "", None, time.monotonic()
     self._touch()
-    self._stack = AsyncExitStack()
     self.ep = self._stage()
-    try:
-        self.bs = await self._stack.enter_async_context(H.browser(keep=self.keep, run_dir=self.ep / "_tmp"))
-        page = HS.BrowserPage(self.bs, self.base)
-        prompt, self.start = await asyncio.wait_for(self.task.prepare(page), 60)
-    except EnvError: raise
-    except Exception as e:
-        await self._release(keep_folder=False)
-        raise EnvError("miniweb" if "MiniWeb" in type(e).__name__ or "URLError" in type(e).__name__ else "browser",
-                       f"the session could not start: {runs.describe(e)}") from None
-    files = self.task.write_files(self.ep / "_files")
+    for attempt in (1, 2):                 # a browser that would not start or connect: once more, on a fresh one
+        self._stack = AsyncExitStack()
+        try:
+            self.bs = await self._stack.enter_async_context(H.browser(keep=self.keep, run_dir=self.ep / "_tmp"))
+            prompt, self.start = await asyncio.wait_for(self.task.prepare(HS.BrowserPage(self.bs, self.base)), 60)
+            break
+        except Exception as e:
+            await self._release(keep_folder=attempt == 1)
+            if attempt == 2 or "URLError" in runs.describe(e) or "Connection refused" in runs.describe(e):
+                raise EnvError("miniweb" if "URL" in runs.describe(e) or "refused" in runs.describe(e) else "browser",
+                               f"the session could not start: {runs.describe(e)}") from None
+    files = self.files = self.task.write_files(self.ep / "_files")
     self.agent = H.Agent(task=H.instruction(prompt, self.start), llm=H.ScriptedChat(self._respond, model="env client"),
                          browser_session=self.bs, tools=make_tools(exclude=excluded_actions(self.allow_js)),
                          available_file_paths=files, max_failures=3, max_actions_per_step=1,
@@ -184,7 +189,7 @@ async def _reset(self, task, variant=None, seed=None) -> Observation:
 
 EnvSession.reset = _reset
 
-# %% ../../nbs/env/01_session.ipynb #d7251911
+# %% ../../nbs/env/01_session.ipynb #cdf59013
 def _stage(self) -> Path:
     "The episode's folder while it runs (beside the run's episodes; a temporary one without `out`)."
     import tempfile
@@ -195,7 +200,7 @@ def _stage(self) -> Path:
 
 EnvSession._stage = _stage
 
-# %% ../../nbs/env/01_session.ipynb #cd780902
+# %% ../../nbs/env/01_session.ipynb #8cc99956
 async def _step_start(self, agent):
     await HS.enable_clipboard(self.bs, agent)
 
@@ -205,7 +210,7 @@ async def _step_end(self, agent):
 
 EnvSession._step_start, EnvSession._step_end = _step_start, _step_end
 
-# %% ../../nbs/env/01_session.ipynb #7bf07c28
+# %% ../../nbs/env/01_session.ipynb #6079a6d5
 async def _respond(self, messages, output_format):
     "The agent's model: hand the page over (`_ask`), wait for the client's action (`_reply`)."
     self._reply = asyncio.get_running_loop().create_future()
@@ -215,7 +220,7 @@ async def _respond(self, messages, output_format):
 
 EnvSession._respond = _respond
 
-# %% ../../nbs/env/01_session.ipynb #ea30b5b7
+# %% ../../nbs/env/01_session.ipynb #2033bd91
 async def _next(self) -> Observation:
     "Wait until the agent asks for its next action (-> the observation) or its run ends (-> the episode ends)."
     left = self.timeout - (time.monotonic() - self._t0)
@@ -230,13 +235,13 @@ async def _next(self) -> Observation:
 
 EnvSession._next = _next
 
-# %% ../../nbs/env/01_session.ipynb #ded25167
+# %% ../../nbs/env/01_session.ipynb #2d471cc1
 async def observe(self) -> Observation:
     "The page as the agent's model sees it now (see above)."
     state = getattr(self.bs, "_cached_browser_state_summary", None)
     smap = state.dom_state.selector_map if state is not None else {}
     shot, why = screenshot_of(state, self.cap) if self.screenshot else (None, None)
-    last = (self.agent.history.history[-1].result if self.agent and self.agent.history.history else None) or []
+    last = (self.agent.history.history[-1].result if self.agent is not None and self.steps and self.agent.history.history else None) or []
     said = "; ".join(r.extracted_content for r in last if getattr(r, "extracted_content", None)) or None
     err = "; ".join(str(r.error) for r in last if getattr(r, "error", None)) or None
     text = ""
@@ -244,11 +249,11 @@ async def observe(self) -> Observation:
     except Exception: pass
     return Observation(url=getattr(state, "url", "") or "", title=getattr(state, "title", "") or "",
                        instruction=self.agent.task if self.agent else "", step=self.steps, elements=elements_of(smap),
-                       elements_text=text, screenshot=shot, last_result=said[:1000] if said else why, error=err[:1000] if err else None)
+                       elements_text=text, screenshot=shot, files=[Path(f).name for f in self.files], last_result=said[:1000] if said else why, error=err[:1000] if err else None)
 
 EnvSession.observe = observe
 
-# %% ../../nbs/env/01_session.ipynb #0441c539
+# %% ../../nbs/env/01_session.ipynb #6480fd8b
 async def _step(self, action) -> StepResult:
     if self.task is None: raise EnvError("bad_request", "reset the session before stepping it")
     if self.done: raise EnvError("ended", f"the episode ended ({self.ended_by}); reset for another")
@@ -256,7 +261,11 @@ async def _step(self, action) -> StepResult:
     name, params = parse_action(action, self.allowed)
     if not self._ask.done(): raise EnvError("internal", "the agent is not waiting for an action")
     state = getattr(self.bs, "_cached_browser_state_summary", None)
-    params = by_index(params, state.dom_state.selector_map if state is not None else {})
+    try: params = by_index(params, state.dom_state.selector_map if state is not None else {})
+    except EnvError as e:                 # no such element here: the agent's mistake, told as a failed action's is
+        obs = (await self.observe()).model_copy(update={"error": e.message, "last_result": None})
+        return StepResult(observation=obs, reward=0.0, done=False, info={**self.info(), "not_taken": True})
+    if name == "upload_file": params = {**params, "path": self._given(params.get("path"))}
     try: model = self.agent.ActionModel.model_validate({name: params})
     except Exception as e: raise EnvError("bad_action", f"{name}: {str(e).splitlines()[0][:200]} ({_first_error(e)})") from None
     self._ask = asyncio.get_running_loop().create_future()
@@ -266,13 +275,19 @@ async def _step(self, action) -> StepResult:
     self._touch()
     return StepResult(observation=obs, reward=self.reward or 0.0, done=self.done, info=self.info())
 
+def _given(self, path):
+    "A file at hand named by its name, as its full path (what browser-use's upload_file takes); any other path as it is."
+    return next((f for f in self.files if Path(f).name == path), path)
+
+EnvSession._given = _given
+
 def _first_error(e) -> str:
     try: err = e.errors()[0]; return f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
     except Exception: return type(e).__name__
 
 EnvSession.step = _step
 
-# %% ../../nbs/env/01_session.ipynb #da65173a
+# %% ../../nbs/env/01_session.ipynb #361ab55d
 def info(self) -> dict:
     "What a step's info says: why the episode ended, its grade and the answer (once it ended), the episode's key."
     return {"ended_by": self.ended_by, "passed": self.passed, "detail": self._detail, "answer": self._answer,
@@ -280,7 +295,7 @@ def info(self) -> dict:
 
 EnvSession.info = info
 
-# %% ../../nbs/env/01_session.ipynb #5a78c95f
+# %% ../../nbs/env/01_session.ipynb #cf1efd4b
 async def _grade_inputs(self, answer) -> dict:
     page = HS.BrowserPage(self.bs, self.base)
     try: self._seen.append(await asyncio.wait_for(HS.seen(self.bs), 10))
@@ -306,7 +321,7 @@ async def _verify(self) -> Verification:
 
 EnvSession.verify, EnvSession._grade_inputs = _verify, _grade_inputs
 
-# %% ../../nbs/env/01_session.ipynb #94ca88c8
+# %% ../../nbs/env/01_session.ipynb #8c32087a
 async def _end(self, ended_by: str) -> Observation:
     "End the episode: stop the agent, grade it, keep what it did -> the last observation."
     obs = await self.observe() if self.bs is not None else Observation()
@@ -333,7 +348,7 @@ async def _stop_agent(self):
 
 EnvSession._end, EnvSession._stop_agent = _end, _stop_agent
 
-# %% ../../nbs/env/01_session.ipynb #eac774bc
+# %% ../../nbs/env/01_session.ipynb #b97372fa
 async def _close(self) -> Path | None:
     if self._stack is None: return self.folder
     try:
@@ -349,12 +364,12 @@ async def _release(self, keep_folder: bool):
         try: await asyncio.wait_for(stack.aclose(), 30)
         except Exception: pass
     if self.agent is not None: H.drop_agent_folders(self.agent)
-    if not keep_folder and getattr(self, "ep", None) is not None: shutil.rmtree(self.ep, ignore_errors=True)
-    if self.out is None and getattr(self, "ep", None) is not None: shutil.rmtree(self.ep.parent, ignore_errors=True)
+    if not keep_folder and getattr(self, "ep", None) is not None:
+        shutil.rmtree(self.ep.parent if self.out is None else self.ep, ignore_errors=True)   # without out: its temporary root
 
 EnvSession.close, EnvSession._release = _close, _release
 
-# %% ../../nbs/env/01_session.ipynb #a89a765a
+# %% ../../nbs/env/01_session.ipynb #c381eb39
 def _save(self) -> Path:
     "The episode in `out/<key>/` (the agent layout evaluate writes) and its line in `out/results.jsonl`."
     ep, g, hist = self.ep, self._g, self.agent.history
@@ -381,7 +396,7 @@ def _save(self) -> Path:
 
 EnvSession._save = _save
 
-# %% ../../nbs/env/01_session.ipynb #52fb39b3
+# %% ../../nbs/env/01_session.ipynb #9e2bb4b4
 class EnvLoop:
     "An asyncio loop on a daemon thread: `run(coro)` blocks until it is done there (see above)."
     _shared = None
@@ -401,7 +416,7 @@ class EnvLoop:
     def run(self, coro, timeout=None):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
-# %% ../../nbs/env/01_session.ipynb #57b6c670
+# %% ../../nbs/env/01_session.ipynb #706a0089
 class SyncEnvSession:
     "An EnvSession for synchronous callers: the same arguments, blocking methods (on EnvLoop.shared())."
     def __init__(self, *args, loop: EnvLoop | None = None, **kw):
