@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes requirements.lock from pyproject.toml: webmix's dependencies and its dev extras, direct and transitive, each
+# Writes requirements.lock from pyproject.toml: webmix's dependencies and its dev and rl extras, direct and transitive, each
 # pinned to one version, for Python 3.11 on x86_64 Linux (uv pip compile). Run it after changing a dependency in
 # pyproject.toml and commit both files. uv keeps every version already in the lock that pyproject.toml still allows,
 # so a run with nothing changed changes nothing; `--upgrade` takes the newest versions allowed instead.
@@ -15,7 +15,7 @@ if [ ! -x "$uv" ]; then   # a pinned uv in an ignored folder, installed with any
 fi
 compile() {  # $1: the file to write; the rest go to uv
   local out=$1; shift
-  "$uv" pip compile pyproject.toml --extra dev --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+  "$uv" pip compile pyproject.toml --extra dev --extra rl --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
     --custom-compile-command "bash scripts/lock.sh" --quiet -o "$out" "$@"
 }
 case "${1:-}" in

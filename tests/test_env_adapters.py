@@ -6,9 +6,7 @@ import inspect, json, threading, time
 
 import pytest
 
-gymnasium = pytest.importorskip("gymnasium")
-pytest.importorskip("openenv")
-pytest.importorskip("transformers")
+import gymnasium, openenv, transformers     # the dev extra's: a missing one fails here, never a skip
 
 TASK = "carrental-open_menu_item-d2749e57d7"
 FLEET = {"control_id": "home-menu", "value": "/sites/carrental/fleet"}

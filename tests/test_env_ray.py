@@ -5,7 +5,7 @@ both closed; an id that names no actor is an unknown session; the metrics add up
 at the end."""
 import pytest
 
-ray = pytest.importorskip("ray")
+import ray
 from fastapi.testclient import TestClient   # noqa: E402
 
 from webmix.env.ray_hosts import RayHosts    # noqa: E402
