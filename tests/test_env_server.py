@@ -8,7 +8,7 @@ malformed action, a body that does not validate, a 10 MB body, an unknown route)
 navigation off the site are the observation's error, not a crash. A second server with --session-ttl 3: a
 session whose browser is killed fails retryably and the next session gets a new browser; a client that stops
 calling has its session reclaimed (saved) within the TTL with no Chromium and no temporary folder left; Ctrl-C
-stops the server with nothing left running. An occupied port is refused in one line."""
+stops the server, saving the session still open, with nothing left running. An occupied port is refused in one line."""
 import base64, json, os, signal, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -225,7 +225,10 @@ def test_crash_and_ttl_reclaim_leave_nothing(tmp_path):
             assert left() == [], [str(p) for p in out.rglob("*")][:20]
             line = json.loads((out / "results.jsonl").read_text().splitlines()[-1])
             assert line["ended_by"] == "closed" and (out / line["task_id"] / "episode.json").is_file()
+            open_at_stop = c.post("/sessions", json={"task_id": HUMAN}).json()["observation"]   # left open for Ctrl-C
     finally:
         assert stop(proc) == 0
     assert orphans(out) == [] and port_free(int(url.rsplit(":", 1)[1])) and port_free(miniweb)
     assert sorted(p.name for p in out.iterdir() if p.name.startswith("_")) == []
+    lines = [json.loads(l) for l in (out / "results.jsonl").read_text().splitlines()]
+    assert len(lines) == 2 and lines[-1]["ended_by"] == "closed" and "/sites/mail" in open_at_stop["url"]   # saved at Ctrl-C
