@@ -125,15 +125,29 @@ async def playwright_levels(base: str, tasks: list, levels, steps: int) -> dict:
     return out
 
 
+def cpu_seconds() -> tuple:
+    "(CPU seconds of this process, of all its descendants: the server, the browsers) so far."
+    me = psutil.Process()
+    own = sum(me.cpu_times()[:2])
+    kids = 0.0
+    for p in me.children(recursive=True):
+        try: kids += sum(p.cpu_times()[:2])
+        except (psutil.NoSuchProcess, psutil.AccessDenied): pass
+    return own, kids
+
+
 async def concurrently(sessions: list, steps: int, step_one) -> dict:
-    "Every session takes `steps` steps, one after another, all sessions at once -> the steps' latency summary."
+    """Every session takes `steps` steps, one after another, all sessions at once -> the steps' latency summary and
+    the CPU seconds per step of this process (Python: the driver, browser-use) and of its descendants (Chromium, server)."""
     times = []
     async def run(s):
         for _ in range(steps): times.append(await step_one(s))
-    t0 = time.perf_counter()
+    (own0, kids0), t0 = cpu_seconds(), time.perf_counter()
     await asyncio.gather(*(run(s) for s in sessions))
-    wall = time.perf_counter() - t0
-    return {**summary(times), "steps_per_s": round(len(times) / wall, 2)}
+    wall, (own1, kids1) = time.perf_counter() - t0, cpu_seconds()
+    n = max(1, len(times))
+    return {**summary(times), "steps_per_s": round(len(times) / wall, 2), "python_cpu_per_step_s": round((own1 - own0) / n, 3),
+            "children_cpu_per_step_s": round((kids1 - kids0) / n, 3)}
 
 
 # ---------------------------------------------------------------------------------------------- webmix's host
@@ -294,6 +308,11 @@ def report(out: dict) -> list:
         ratios[n] = round(w["p50"] / p["p50"], 2) if p and p["p50"] else None
         print(f"{f'step at {n} active':24}{w['p50']:>8}{w['p95']:>8}{w['steps_per_s']:>9}   "
               f"{p['p50'] if p else '':>10} / {p['p95'] if p else '':<8}  {ratios[n]}x")
+    print("CPU seconds per step (this process: Python / its children: Chromium and the server):")
+    for n, w in out["steps"].items():
+        p = out["playwright"].get(n) or {}
+        print(f"  at {n:2d}: webmix {w.get('python_cpu_per_step_s')} / {w.get('children_cpu_per_step_s')}, "
+              f"Playwright {p.get('python_cpu_per_step_s')} / {p.get('children_cpu_per_step_s')}")
     cap, mem0, mem1 = out["capacity"], out["memory_before"], out["memory_open"]
     per = {k: round((mem1[k] - mem0[k]) / max(1, cap["open"])) for k in ("rss_mb", "pss_mb")}
     out["memory_per_session"], out["step_ratio_p50"] = per, ratios
