@@ -31,6 +31,10 @@ class EnvServeOptions:
     warm: int = option(1, "browsers started before the first session", min=0)
     max_body: int = option(1_000_000, "the largest request body, in bytes", min=1024)
     headful: bool = option(False, "show the browser windows")
+    backend: str = option("local", "where the session hosts run: local (this process) or ray (Ray actors behind this "
+                          "server, each with its own MiniWeb server and browsers)", choices=("local", "ray"))
+    actors: int = option(2, "with --backend ray: session hosts (Ray actors); --max-sessions is shared among them", min=1)
+    ray_address: str | None = option(None, "with --backend ray: the cluster (default: RAY_ADDRESS, else a local Ray)")
 
 # %% ../../nbs/env/90_options.ipynb #28164c3c
 def env_serve(o: EnvServeOptions) -> int:
@@ -40,9 +44,12 @@ def env_serve(o: EnvServeOptions) -> int:
     if o.out:
         try: Path(o.out).mkdir(parents=True, exist_ok=True)
         except OSError as e: raise SystemExit(f"webmix env serve: --out {o.out}: {e.strerror or e}")
-    host = SessionHost(out=o.out, max_sessions=o.max_sessions, session_ttl=o.session_ttl, max_steps=o.max_steps,
-                       timeout=o.timeout, screenshots=o.screenshots, allow_js=o.allow_js, headless=not o.headful,
-                       warm=o.warm)
+    kw = dict(out=o.out, max_sessions=o.max_sessions, session_ttl=o.session_ttl, max_steps=o.max_steps, timeout=o.timeout,
+              screenshots=o.screenshots, allow_js=o.allow_js, headless=not o.headful, warm=o.warm)
+    if o.backend == "ray":
+        from webmix.env.ray_hosts import RayHosts
+        host = RayHosts(actors=o.actors, address=o.ray_address, **kw)
+    else: host = SessionHost(**kw)
     try: return serve(host, o.host, o.port, o.max_body)
     except PortTaken as e: raise SystemExit(f"webmix env serve: {e}")
 
