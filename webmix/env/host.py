@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import runs
-from ..agents.harness import KeptBrowser
+from ..agents.harness import KeptBrowser, fresh_state
 from ..world.servers import Servers, free_ports
 from .records import EnvError, Observation, StepResult, Verification
 from .session import EnvSession, as_env_task, find_task, task_ids
@@ -56,7 +56,7 @@ class SessionHost:
         self.max_sessions, self.ttl, self.max_steps, self.timeout = max_sessions, float(session_ttl), max_steps, timeout
         self.screenshots, self.cap, self.allow_js, self.headless = screenshots, max_screenshot_bytes, allow_js, headless
         self.warm, self.idle_browsers, self.call_timeout, self.sites_dir = warm, idle_browsers, call_timeout, sites_dir
-        self.leases, self.idle, self.ended = {}, [], OrderedDict()     # idle: [(KeptBrowser, since)]
+        self.leases, self.idle, self.ended, self.refreshing = {}, [], OrderedDict(), set()     # idle: [(KeptBrowser, since)]
         self.pending, self.servers, self.base, self.reaper, self.status = 0, None, None, None, "starting"
         self.counts, self.errors = Counter(), Counter()
         self.step_s, self.reset_s = deque(maxlen=LATENCIES), deque(maxlen=LATENCIES)
@@ -95,6 +95,7 @@ async def _stop(self) -> None:
     self.status = "stopping"
     if self.reaper is not None: self.reaper.cancel()
     for sid in list(self.leases): await self._end(sid, "the server stopped", kill=True, count="closed")
+    if self.refreshing: await asyncio.wait(set(self.refreshing), timeout=40)
     idle, self.idle = self.idle, []
     for kb, _ in idle: await _kill(kb)
     if self.servers is not None: await asyncio.to_thread(self.servers.stop)
@@ -136,11 +137,27 @@ def _browser(self) -> KeptBrowser:
     return self.idle.pop()[0] if self.idle else self._new_browser()
 
 async def _give_back(self, kb: KeptBrowser, kill: bool) -> None:
-    "Return a session's browser to the pool, or kill it (a failed or reclaimed session's, or one over the pool's size)."
-    if kill or self.status != "ok" or len(self.idle) >= self.idle_browsers or kb.bs is None: await _kill(kb)
-    else: self.idle.append((kb, time.monotonic()))
+    """Return a session's browser to the pool, cleaned in the background (the next open finds it as a new one, and
+    does not wait for the cleaning), or kill it (a failed or reclaimed session's, or one over the pool's size)."""
+    if kill or self.status != "ok" or len(self.idle) + len(self.refreshing) >= self.idle_browsers or kb.bs is None:
+        await _kill(kb)
+        return
+    task = asyncio.create_task(self._refresh(kb))
+    self.refreshing.add(task)
+    task.add_done_callback(self.refreshing.discard)
 
-SessionHost._browser, SessionHost._give_back = _browser, _give_back
+async def _refresh(self, kb: KeptBrowser) -> None:
+    "Bring a returned browser back to a new one's state, then into the pool (killed when it will not reset)."
+    try:
+        await asyncio.wait_for(fresh_state(kb.bs, self.base), 30)
+        kb.unused = True                      # the kept browser's next use skips its own reset: this was it
+    except Exception:
+        await _kill(kb)
+        return
+    if self.status == "ok": self.idle.append((kb, time.monotonic()))
+    else: await _kill(kb)
+
+SessionHost._browser, SessionHost._give_back, SessionHost._refresh = _browser, _give_back, _refresh
 
 # %% ../../nbs/env/02_host.ipynb #f900ff24
 async def _open(self, task, variant=None, seed=None, wait: float = 0.0, screenshots=None) -> tuple:
@@ -148,7 +165,10 @@ async def _open(self, task, variant=None, seed=None, wait: float = 0.0, screensh
     if self.status != "ok": raise EnvError("busy", f"the host is {self.status}")
     t = as_env_task(task, variant, seed)                        # bad input is refused before a slot is taken
     await self._take_slot(wait)
-    kb, t0 = self._browser(), time.monotonic()
+    t0 = time.monotonic()
+    if not self.idle and self.refreshing:      # a browser being cleaned is ready sooner than a new one starts
+        await asyncio.wait(set(self.refreshing), timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    kb = self._browser()
     s = EnvSession(self.base, out=self.out, keep=kb, max_steps=self.max_steps, timeout=self.timeout,
                    screenshot=self.screenshots and screenshots is not False, max_screenshot_bytes=self.cap,
                    allow_js=self.allow_js)

@@ -39,6 +39,7 @@ class WebmixObservation(OEObservation):
     screenshot: Optional[str] = None
     last_result: Optional[str] = None
     error: Optional[str] = None
+    files: list[str] = Field(default_factory=list, description="the files the agent was given, by name")
     info: dict = Field(default_factory=dict, description="ended_by, passed, detail, answer, episode, steps")
 
 class WebmixState(State):

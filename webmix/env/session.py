@@ -8,7 +8,7 @@ so far with the task's own grade, `close` saves the episode and releases the bro
 __all__ = ['INDEX_KEYS', 'KEPT_ATTRIBUTES', 'find_task', 'task_ids', 'as_env_task', 'element_for', 'by_index', 'parse_action',
            'elements_of', 'screenshot_of', 'EnvSession', 'observe', 'info', 'evidence_of', 'EnvLoop', 'SyncEnvSession']
 
-# %% ../../nbs/env/01_session.ipynb #577fefb6
+# %% ../../nbs/env/01_session.ipynb #316eaddd
 import asyncio, base64, json, random, shutil, threading, time, uuid
 from contextlib import AsyncExitStack
 from functools import cache
@@ -26,7 +26,7 @@ from ..eval.episode import agent_episode, agent_steps, dumped_items, final_scree
 from ..eval.evaluate import episode_cause, grade_episode, history_actions, human_tasks, masked_cause
 from .records import ACTION_NAMES, Element, EnvError, Observation, StepResult, Verification
 
-# %% ../../nbs/env/01_session.ipynb #581564db
+# %% ../../nbs/env/01_session.ipynb #171d8da3
 @cache
 def _human_by_id() -> dict:
     "Every human-style task by id (read once per process)."
@@ -38,7 +38,7 @@ def _site_tasks(site: str) -> dict:
     from webmix.data.tasks import split_tasks
     return {t["task_id"]: t for t in split_tasks(sites=[site])}
 
-# %% ../../nbs/env/01_session.ipynb #a5413f6e
+# %% ../../nbs/env/01_session.ipynb #48d2ddbd
 def _lookup(tid: str):
     "The task (a Task or a datagen task's JSON object) with this id, or None: a datagen id starts with its site's name."
     from webmix.data.tasks import split_sites
@@ -55,7 +55,7 @@ def find_task(task_id: str) -> Task:
     if mark and n.isdigit() and (got := _lookup(base)) is not None: return on_variant(as_task(got), int(n))
     raise EnvError("unknown_task", f"no task {tid[:120]!r} (ids: `webmix tasks --split all`, the human-style tasks)")
 
-# %% ../../nbs/env/01_session.ipynb #78e1af67
+# %% ../../nbs/env/01_session.ipynb #d52d28d9
 def task_ids(split: str = "test", kinds=("human", "datagen")) -> list:
     "The ids of the tasks on the sites of `split` ('test', 'train' or 'all') of these kinds."
     from webmix.data.tasks import split_sites
@@ -64,7 +64,7 @@ def task_ids(split: str = "test", kinds=("human", "datagen")) -> list:
     if "datagen" in kinds: out += [i for s in split_sites(split) for i in _site_tasks(s)]
     return out
 
-# %% ../../nbs/env/01_session.ipynb #51dd6dc4
+# %% ../../nbs/env/01_session.ipynb #a2a7fcfe
 def as_env_task(task, variant=None, seed=None) -> Task:
     "The task a reset asks for (an id, a JSON object or a Task) on `variant`; with no variant, `seed` draws one."
     if isinstance(task, str): t = find_task(task)
@@ -76,7 +76,7 @@ def as_env_task(task, variant=None, seed=None) -> Task:
     if t.kind == "online": raise EnvError("bad_request", "an online task runs on the real web: webmix env serves MiniWeb tasks")
     return on_variant(t, int(variant)) if variant else t
 
-# %% ../../nbs/env/01_session.ipynb #a5b1a867
+# %% ../../nbs/env/01_session.ipynb #1bd2361d
 INDEX_KEYS = {"index": "", "from_index": "from_", "to_index": "to_"}    # an element by index -> the prefix of its control id keys
 
 def _matches(node, cid, part, value) -> bool:
@@ -98,7 +98,7 @@ def element_for(selector_map: dict, cid: str, part=None, value=None) -> int:
     raise EnvError("bad_action", f"control id {cid!r} names {len(hits)} elements here: say which with `value` "
                                  f"(one of {', '.join(vals[:8])}{' ...' if len(vals) > 8 else ''})")
 
-# %% ../../nbs/env/01_session.ipynb #a61ec572
+# %% ../../nbs/env/01_session.ipynb #b82bbede
 def by_index(params: dict, selector_map: dict) -> dict:
     "`params` with each element named by control id named by its index (see above)."
     out = dict(params)
@@ -109,7 +109,7 @@ def by_index(params: dict, selector_map: dict) -> dict:
         elif part is not None or value is not None: raise EnvError("bad_action", f"`{pre}part`/`{pre}value` go with `{pre}control_id`")
     return out
 
-# %% ../../nbs/env/01_session.ipynb #6a6fd939
+# %% ../../nbs/env/01_session.ipynb #4193d171
 def parse_action(action, allowed=ACTION_NAMES) -> tuple:
     "(name, params) of one action (a JSON object or its text); EnvError bad_action when it is not one."
     if isinstance(action, (str, bytes)):
@@ -123,7 +123,7 @@ def parse_action(action, allowed=ACTION_NAMES) -> tuple:
     if not isinstance(params, dict): raise EnvError("bad_action", f"{name}: its parameters are a JSON object")
     return name, params
 
-# %% ../../nbs/env/01_session.ipynb #4147893b
+# %% ../../nbs/env/01_session.ipynb #249c90f5
 def elements_of(selector_map: dict) -> list:
     "The Elements of a browser-use selector map."
     out = []
@@ -141,7 +141,7 @@ def elements_of(selector_map: dict) -> list:
 KEPT_ATTRIBUTES = ("type", "name", "role", "placeholder", "aria-label", "title", "href", "value", "checked", "selected",
                    "aria-expanded", "min", "max", "step", "for", "id")
 
-# %% ../../nbs/env/01_session.ipynb #f0917760
+# %% ../../nbs/env/01_session.ipynb #914b15c8
 def screenshot_of(state, cap: int) -> tuple:
     "(the screenshot as base64 PNG or None, why it was left out or None) of a browser-use state summary."
     shot = getattr(state, "screenshot", None)
@@ -149,7 +149,7 @@ def screenshot_of(state, cap: int) -> tuple:
     if len(shot) * 3 // 4 > cap: return None, f"the screenshot ({len(shot) * 3 // 4:,} bytes) is over the cap ({cap:,})"
     return shot, None
 
-# %% ../../nbs/env/01_session.ipynb #3863a2c6
+# %% ../../nbs/env/01_session.ipynb #43e87876
 class EnvSession:
     "One episode a caller steps (see above)."
     def __init__(self, base: str, out=None, keep=None, max_steps: int = 30, timeout: float = 600.0, screenshot: bool = True,
@@ -165,7 +165,7 @@ class EnvSession:
 
     def _touch(self): self.last_used = time.monotonic()
 
-# %% ../../nbs/env/01_session.ipynb #38af57f2
+# %% ../../nbs/env/01_session.ipynb #f2d80f50
 async def _reset(self, task, variant=None, seed=None) -> Observation:
     if self._stack is not None: await self.close()
     self.task = as_env_task(task, variant, seed)
@@ -188,7 +188,7 @@ async def _reset(self, task, variant=None, seed=None) -> Observation:
     files = self.files = self.task.write_files(self.ep / "_files")
     self.agent = H.Agent(task=H.instruction(prompt, self.start), llm=H.ScriptedChat(self._respond, model="env client"),
                          browser_session=self.bs, tools=make_tools(exclude=excluded_actions(self.allow_js)),
-                         available_file_paths=files, max_failures=3, max_actions_per_step=1,
+                         available_file_paths=files, max_failures=3, max_actions_per_step=1, directly_open_url=False,
                          llm_timeout=10**6, step_timeout=10**6, **H.AGENT_KWARGS)
     use_normalized_coordinates(self.bs)
     self._ask = asyncio.get_running_loop().create_future()
@@ -198,7 +198,7 @@ async def _reset(self, task, variant=None, seed=None) -> Observation:
 
 EnvSession.reset = _reset
 
-# %% ../../nbs/env/01_session.ipynb #640330ed
+# %% ../../nbs/env/01_session.ipynb #d36d988e
 def _stage(self) -> Path:
     "The episode's folder while it runs (beside the run's episodes; a temporary one without `out`)."
     import tempfile
@@ -209,7 +209,7 @@ def _stage(self) -> Path:
 
 EnvSession._stage = _stage
 
-# %% ../../nbs/env/01_session.ipynb #d86f2d4f
+# %% ../../nbs/env/01_session.ipynb #36034668
 async def _step_start(self, agent):
     await HS.enable_clipboard(self.bs, agent)
 
@@ -219,7 +219,7 @@ async def _step_end(self, agent):
 
 EnvSession._step_start, EnvSession._step_end = _step_start, _step_end
 
-# %% ../../nbs/env/01_session.ipynb #502b0c2d
+# %% ../../nbs/env/01_session.ipynb #357f1e1b
 async def _respond(self, messages, output_format):
     "The agent's model: hand the page over (`_ask`), wait for the client's action (`_reply`)."
     self._reply = asyncio.get_running_loop().create_future()
@@ -229,7 +229,7 @@ async def _respond(self, messages, output_format):
 
 EnvSession._respond = _respond
 
-# %% ../../nbs/env/01_session.ipynb #afd6de4e
+# %% ../../nbs/env/01_session.ipynb #bc653406
 async def _next(self) -> Observation:
     "Wait until the agent asks for its next action (-> the observation) or its run ends (-> the episode ends)."
     left = self.timeout - (time.monotonic() - self._t0)
@@ -244,7 +244,7 @@ async def _next(self) -> Observation:
 
 EnvSession._next = _next
 
-# %% ../../nbs/env/01_session.ipynb #86180c6c
+# %% ../../nbs/env/01_session.ipynb #ef233ac6
 async def observe(self) -> Observation:
     "The page as the agent's model sees it now (see above)."
     state = getattr(self.bs, "_cached_browser_state_summary", None)
@@ -262,7 +262,7 @@ async def observe(self) -> Observation:
 
 EnvSession.observe = observe
 
-# %% ../../nbs/env/01_session.ipynb #c3d0611c
+# %% ../../nbs/env/01_session.ipynb #37a6c174
 async def _step(self, action) -> StepResult:
     if self.task is None: raise EnvError("bad_request", "reset the session before stepping it")
     if self.done: raise EnvError("ended", f"the episode ended ({self.ended_by}); reset for another")
@@ -296,7 +296,7 @@ def _first_error(e) -> str:
 
 EnvSession.step = _step
 
-# %% ../../nbs/env/01_session.ipynb #e29aabfc
+# %% ../../nbs/env/01_session.ipynb #9f022b1a
 def info(self) -> dict:
     "What a step's info says: why the episode ended, its grade and the answer (once it ended), the episode's key."
     return {"ended_by": self.ended_by, "passed": self.passed, "detail": self._detail, "answer": self._answer,
@@ -304,7 +304,7 @@ def info(self) -> dict:
 
 EnvSession.info = info
 
-# %% ../../nbs/env/01_session.ipynb #5d29d1eb
+# %% ../../nbs/env/01_session.ipynb #2f264b48
 async def _grade_inputs(self, answer) -> dict:
     page = HS.BrowserPage(self.bs, self.base)
     try: self._seen.append(await asyncio.wait_for(HS.seen(self.bs), 10))
@@ -330,7 +330,7 @@ async def _verify(self) -> Verification:
 
 EnvSession.verify, EnvSession._grade_inputs = _verify, _grade_inputs
 
-# %% ../../nbs/env/01_session.ipynb #f06b2dfb
+# %% ../../nbs/env/01_session.ipynb #98a181b2
 async def _end(self, ended_by: str) -> Observation:
     "End the episode: stop the agent, grade it, keep what it did -> the last observation."
     obs = await self.observe() if self.bs is not None else Observation()
@@ -357,7 +357,7 @@ async def _stop_agent(self):
 
 EnvSession._end, EnvSession._stop_agent = _end, _stop_agent
 
-# %% ../../nbs/env/01_session.ipynb #1de0bc2a
+# %% ../../nbs/env/01_session.ipynb #ece02633
 async def _close(self) -> Path | None:
     if self._stack is None: return self.folder
     try:
@@ -378,7 +378,7 @@ async def _release(self, keep_folder: bool):
 
 EnvSession.close, EnvSession._release = _close, _release
 
-# %% ../../nbs/env/01_session.ipynb #bca2c87b
+# %% ../../nbs/env/01_session.ipynb #64a093c2
 def _save(self) -> Path:
     "The episode in `out/<key>/` (the agent layout evaluate writes) and its line in `out/results.jsonl`."
     ep, g, hist = self.ep, self._g, self.agent.history
@@ -405,7 +405,7 @@ def _save(self) -> Path:
 
 EnvSession._save = _save
 
-# %% ../../nbs/env/01_session.ipynb #174901a6
+# %% ../../nbs/env/01_session.ipynb #531849f7
 class EnvLoop:
     "An asyncio loop on a daemon thread: `run(coro)` blocks until it is done there (see above)."
     _shared = None
@@ -425,7 +425,7 @@ class EnvLoop:
     def run(self, coro, timeout=None):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
-# %% ../../nbs/env/01_session.ipynb #35756ca8
+# %% ../../nbs/env/01_session.ipynb #f823e993
 class SyncEnvSession:
     "An EnvSession for synchronous callers: the same arguments, blocking methods (on EnvLoop.shared())."
     def __init__(self, *args, loop: EnvLoop | None = None, **kw):
