@@ -36,7 +36,7 @@ def sample(out: Path) -> dict:
         try: pss += p.memory_full_info().pss
         except psutil.Error: pass
     staged = out / "_staging"
-    return {"procs": len(procs), "fds": psutil.Process().num_fds(), "tmp": len(os.listdir(tempfile.gettempdir())),
+    return {"procs": len(procs), "fds": psutil.Process().num_fds(), "tmp": sorted(os.listdir(tempfile.gettempdir())),
             "staged": len(list(staged.iterdir())) if staged.is_dir() else 0, "pss_mb": round(pss / 2**20, 1)}
 
 
@@ -52,7 +52,7 @@ async def churn(n: int, warmup: int, out: Path) -> dict:
             await host.close(sid)
             if i + 1 == warmup or (i + 1) % 100 == 0 or i + 1 == n:
                 samples[i + 1] = {**sample(out), "s": round(time.monotonic() - t0, 1)}
-                print(f"{i + 1:5} sessions: {samples[i + 1]}", flush=True)
+                print(f"{i + 1:5} sessions:", {k: len(v) if k == "tmp" else v for k, v in samples[i + 1].items()}, flush=True)
         metrics = host.metrics()
     finally: await host.stop()
     return {"samples": samples, "metrics": metrics, "after_stop": sample(out)}
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     base, end = r["samples"][min(a.warmup, a.sessions)], r["samples"][a.sessions]
     checks = {"processes": (end["procs"] - base["procs"], a.max_procs, end["procs"] - base["procs"] <= a.max_procs),
               "open files": (end["fds"] - base["fds"], a.max_fds, end["fds"] - base["fds"] <= a.max_fds),
-              "temporary entries": (end["tmp"] - base["tmp"], 0, end["tmp"] <= base["tmp"]),
+              "temporary entries": (len(set(end["tmp"]) - set(base["tmp"])), 0, set(end["tmp"]) <= set(base["tmp"])),
               "staged left": (end["staged"], 0, end["staged"] == 0),
               "memory (PSS end / baseline)": (round(end["pss_mb"] / base["pss_mb"], 3), a.max_growth,
                                                end["pss_mb"] <= a.max_growth * base["pss_mb"]),
@@ -82,7 +82,8 @@ def main(argv=None) -> int:
           f"({end['s'] / a.sessions * 1000:.0f} ms each); baseline after {min(a.warmup, a.sessions)}")
     print(f"{'':30} {'value':>10} {'bound':>8}  met")
     for k, (v, bound, ok) in checks.items(): print(f"{k:30} {v:>10} {bound:>8}  {'yes' if ok else 'NO'}")
-    print("after the host stopped:", r["after_stop"])
+    if set(end["tmp"]) - set(base["tmp"]): print("new temporary entries:", sorted(set(end["tmp"]) - set(base["tmp"]))[:10])
+    print("after the host stopped:", {k: len(v) if k == "tmp" else v for k, v in r["after_stop"].items()})
     if a.out: Path(a.out).write_text(json.dumps({**r, "checks": {k: list(v) for k, v in checks.items()}}, indent=1, default=str))
     return 0 if all(ok for *_, ok in checks.values()) else 1
 
