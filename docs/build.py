@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WIDGET = "application/vnd.jupyter.widget-view+json"
 PLOTLY = "application/vnd.plotly.v1+json"
 EXTERNAL = re.compile(r"<(script|link|img|iframe|source)\b[^>]*?\b(src|href)\s*=\s*[\"']?(https?:)?//", re.I)
-WINGS = {"tutorials": "Tutorials", "": "Ground floor", "world": "World", "agents": "Agents", "data": "Data", "eval": "Evaluation", "views": "Views"}
+WINGS = {"tutorials": "Tutorials", "": "Ground floor", "world": "World", "agents": "Agents", "data": "Data", "eval": "Evaluation", "env": "Environment", "views": "Views"}
 EXPLANATIONS = ("01_formats", "02b_folders", "02c_episode_layout", "91_job")   # ground-floor notebooks that explain
 
 
