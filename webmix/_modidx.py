@@ -910,6 +910,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'webmix.env.host._open_counted': ('env/host.html#_open_counted', 'webmix/env/host.py'),
                                  'webmix.env.host._reap': ('env/host.html#_reap', 'webmix/env/host.py'),
                                  'webmix.env.host._reap_loop': ('env/host.html#_reap_loop', 'webmix/env/host.py'),
+                                 'webmix.env.host._refresh': ('env/host.html#_refresh', 'webmix/env/host.py'),
                                  'webmix.env.host._start': ('env/host.html#_start', 'webmix/env/host.py'),
                                  'webmix.env.host._step': ('env/host.html#_step', 'webmix/env/host.py'),
                                  'webmix.env.host._step_counted': ('env/host.html#_step_counted', 'webmix/env/host.py'),
