@@ -396,6 +396,24 @@ def test_a_killed_browser_or_server_fails_one_attempt_and_the_run_goes_on(tmp_pa
     assert s["_all"]["kept"] >= 3 and lines[-1]["ok"], lines          # the server was started again for the rest
 
 
+def test_a_browser_that_will_not_start_is_masked_and_retry_failed_keeps_the_attempts(tmp_path):
+    """A Chromium that exits at once is the machine's failure, not the driver's: every attempt's line is valid and
+    masked (counted apart), and `--retry-failed` with a working Chromium runs exactly those again and keeps them."""
+    import os, subprocess, sys
+    out = tmp_path / "run"
+    cmd = ["webmix", "datagen", "--sites", "shop", "--macros", "navigate_home", "--out", str(out),
+           "--workers", "1", "--ports", str(free_ports(1)[0])]
+    broken = subprocess.run(cmd, env={**os.environ, "WEBMIX_CHROMIUM": "/bin/false"}, capture_output=True, text=True, timeout=300)
+    lines = _lines(out)
+    assert lines and all(r["ok"] is False and r.get("masked") is True for r in lines), (broken.stdout[-1500:], lines[:1])
+    assert all(not formats.problems("result_datagen", r) for r in lines), formats.problems("result_datagen", lines[0])
+    assert "masked" in broken.stdout, broken.stdout[-800:]
+    again = subprocess.run(cmd + ["--retry-failed"], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout[-1500:] + again.stderr[-1500:]
+    latest = {r["task_id"]: r for r in _lines(out)}
+    assert len(latest) == len(lines) and all(r["ok"] for r in latest.values()), list(latest.values())[:2]
+
+
 @pytest.mark.timeout(600)
 def test_datagen_on_ray(tmp_path):
     pytest.importorskip("ray")

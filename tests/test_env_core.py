@@ -80,6 +80,11 @@ def run(tmp_path_factory):
         forged = [s.step({"navigate": {"url": "data:text/html,<input data-control-id='x' value='y'>"}}),
                   s.step({"navigate": {"url": "http://127.0.0.1:9/sites/shop"}}),
                   s.step({"done": {"text": "Done.", "success": True}})]
+        # typed: the page a menu task names, reached by typing its address instead of clicking the menu
+        menu = next(t for t in pool if t["macro"] == "open_menu_item")
+        s.reset(menu["task_id"])
+        s.step({"navigate": {"url": mw.bases[0] + menu["check"]["path"]}})
+        typed = s.step({"done": {"text": "Done.", "success": True}})
         s.reset(dg[0]["task_id"])
         for act in ({"click": {"index": 999999}}, {"fly": {}}, {"click": {"control_id": "no-such-control"}}, "not json",
                     {"click": {"index": "twelve"}}, {"input": {"index": 1, "text": "x" * 200_000}}):
@@ -88,7 +93,7 @@ def run(tmp_path_factory):
                 errors.append(("observation", r.observation.error or r.observation.last_result))
             except EnvError as e: errors.append(("raised", e.to_dict()))
         s.close()
-    return {"tasks": tasks, "lines": lines, "got": got, "out": out, "bad": bad, "forged": forged, "errors": errors}
+    return {"tasks": tasks, "lines": lines, "got": got, "out": out, "bad": bad, "forged": forged, "typed": typed, "errors": errors}
 
 
 def test_replayed_actions_earn_what_evaluate_graded_and_regrade_agrees(run):
@@ -103,7 +108,7 @@ def test_replayed_actions_earn_what_evaluate_graded_and_regrade_agrees(run):
         assert reward == float(graded[t.task_id]), (t.task_id, run["lines"][t.task_id]["detail"], last.info, g["verify"])
         assert all(r.reward == 0 for r in g["steps"][:-1])
     r = regrade(run["tasks"], run["out"])
-    assert r["changed"] == 0 and r["could_not"] == 0 and r["regraded"] == len(run["tasks"]) + 3, r     # and the 3 below
+    assert r["changed"] == 0 and r["could_not"] == 0 and r["regraded"] == len(run["tasks"]) + 4, r     # and the 4 below
     assert r.get("ok", 0) == sum(graded.values()), r
 
 
@@ -115,7 +120,7 @@ def test_rollouts_open_in_the_viewer(run):
         v = EpisodeViewer(g["folder"])
         assert v.error is None and v.children[0].slider.max == len(ep.steps)
     lines = [json.loads(l) for l in (run["out"] / "results.jsonl").read_text().splitlines()]
-    assert len(lines) == len(run["got"]) + 3 and all(l["arm"] == "env" for l in lines)
+    assert len(lines) == len(run["got"]) + 4 and all(l["arm"] == "env" for l in lines)
 
 
 def test_wrong_forged_and_off_site_actions_earn_nothing(run):
@@ -124,6 +129,8 @@ def test_wrong_forged_and_off_site_actions_earn_nothing(run):
     assert "Refused" in (nav_data.observation.error or "") and "Refused" in (nav_port.observation.error or ""), \
         (nav_data.observation.error, nav_port.observation.error)
     assert done.done and done.reward == 0.0
+    typed = run["typed"]
+    assert typed.done and typed.reward == 0.0 and "click" in typed.info["detail"], typed.info
 
 
 def test_bad_actions_are_one_line_errors(run):

@@ -152,19 +152,29 @@ def test_ray_backend_runs_the_same_units_and_resumes(tmp_path):
 
 
 async def dies_or_fetches(unit, worker) -> dict:
-    "A unit that ends its own process (a worker process killed mid-unit) when asked, else fetch_title's."
+    """A unit that ends its own process (a worker process killed mid-unit) when asked, else fetch_title's. A unit
+    with a `barrier` folder waits there (up to a minute) until units of two processes have reached it: the
+    surviving worker cannot run them all alone, so the replacement of the dead one has to take its share."""
     if unit.get("die"): os._exit(1)
+    if unit.get("barrier"):
+        import asyncio
+        b = Path(unit["barrier"]); b.mkdir(exist_ok=True); (b / str(os.getpid())).touch()
+        for _ in range(600):
+            if len(list(b.iterdir())) >= 2: break
+            await asyncio.sleep(0.1)
     return await runs.fetch_title(unit, worker)
 
 
 def test_processes_backend_runs_units_in_worker_processes_and_replaces_a_dead_one(tmp_path):
     out = tmp_path / "run"
     us = units(6) + [{"task_id": "dies", "path": "/", "die": True}] + units(10)[6:]
+    for u in us[7:]: u["barrier"] = str(tmp_path / "barrier")
     r = runs.run_units(us, dies_or_fetches, out, runner="pages", workers=2, backend="processes", progress=False)
     assert r.ok == 10 and [x["task_id"] for x in r.results if not x["ok"]] == ["dies"], r.results
     assert "worker process" in next(x["cause"] for x in r.results if not x["ok"])
     pids = {x["pid"] for x in r.results if x["ok"]}
-    assert len(pids) >= 3 and os.getpid() not in pids          # two workers, and the one that replaced the dead one
+    after = {int(f.name) for f in (tmp_path / "barrier").iterdir()}
+    assert len(after) == 2 and after <= pids and os.getpid() not in pids    # two workers after the death: one replaced it
     assert not (out / "_tmp").exists()
     again = runs.run_units(us, dies_or_fetches, out, runner="pages", workers=2, backend="processes", progress=False)
     assert again.todo == 0 and len(lines(out)) == 11

@@ -56,6 +56,15 @@ async def watch_downloads(bs) -> None:
     if wd is not None and not wd._download_cdp_session_setup and bs.agent_focus_target_id:
         await wd.attach_to_target(bs.agent_focus_target_id)     # browser-wide: every tab, and every later unit
 
+# %% ../../nbs/agents/02c_session.ipynb #b5354439
+def _singleton_dir(user_data_dir: Path) -> Path | None:
+    """The temporary folder Chromium made for its profile's lock socket (org.chromium.Chromium.XXXXXX), which a killed
+    Chromium leaves behind: the profile's SingletonSocket link points into it."""
+    link = user_data_dir / "SingletonSocket"
+    if not link.is_symlink(): return None
+    target = Path(os.readlink(link)).parent
+    return target if target.name.startswith("org.chromium.") and target.is_absolute() else None
+
 # %% ../../nbs/agents/02c_session.ipynb #865b2a50
 def _forget(bs):
     "Drop a session's folder and its per-session entries (ids are reused once the object is gone)."
@@ -63,6 +72,7 @@ def _forget(bs):
     folder = getattr(bs, "_webmix_dir", None)
     if folder is not None:
         _LIVE.discard(str(folder))
+        if (tmp := _singleton_dir(Path(folder) / "browser-use-user-data-dir")): shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(folder, ignore_errors=True)
 
 # typing into a field fetches a spelling dictionary from a Google host unless spell checking is off, and a paste

@@ -170,6 +170,8 @@ class DatagenLine(BaseModel):
     base: str = Field(None, pattern=r"^https?://", description="The MiniWeb server the attempt ran on (its port changes from run to run).")
     answer: str | None = Field(None, description="The driver's answer (text), null when none; absent when the attempt stopped before the gate.")
     trace: str = Field(None, description="The end of the traceback when the attempt raised.")
+    masked: bool = Field(None, description="An infrastructure failure, not the driver's (a browser that would not start, a "
+                                           "crash): counted apart, and --retry-failed runs it again.")
 
 # %% ../../nbs/data/04_datagen.ipynb #d5385cd3
 def tally(results, key) -> dict:

@@ -7,8 +7,8 @@ __all__ = ['MAKERS', 'ASKABLE', 'TEST_CARD', 'maker', 'make_choice', 'make_slide
            'condition', 'make_count', 'answer_check', 'listed_row', 'make_report', 'make_open_detail', 'make_copy',
            'make_download', 'upload_name', 'make_upload', 'form_fields', 'create_task', 'new_record', 'make_create',
            'edit_task', 'make_edit', 'make_field', 'make_fix', 'make_load_more', 'make_delete', 'make_comment',
-           'make_login', 'make_logout', 'make_home', 'crumbs', 'make_crumb', 'make_menu', 'make_submenu', 'make_live',
-           'make_consent', 'make_toast', 'make_pay', 'make_rate', 'make_board', 'make_signature']
+           'make_login', 'make_logout', 'clicked', 'make_home', 'crumbs', 'make_crumb', 'make_menu', 'make_submenu',
+           'make_live', 'make_consent', 'make_toast', 'make_pay', 'make_rate', 'make_board', 'make_signature']
 
 # %% ../../nbs/data/02b_makers.ipynb #46abd103
 import re
@@ -371,13 +371,19 @@ def _start_of(ctx):
         return (ctx.record_path(row["id"]), row) if row else (None, None)
     return ctx.url(), None
 
+# %% ../../nbs/data/02b_makers.ipynb #51b5c2ba
+def clicked(ctx) -> dict:
+    "A verifier whose check is the user's click on the task's control (recorded in the page, not a typed address)."
+    return {"checks": [{"kind": "event", "action": "click", "target": ctx.c["control_id"]}]}
+
 # %% ../../nbs/data/02b_makers.ipynb #a99e917b
 @maker("navigate_home")
 def make_home(ctx):
     if ctx.c["page"] in ("", "/"): return None
     url, row = _start_of(ctx)
     if url is None: return None
-    return make_task(ctx, ctx.say("navigate_home", site=ctx.site.title), url, {"from": url}, req(ctx.site.url()), scope=[])
+    return make_task(ctx, ctx.say("navigate_home", site=ctx.site.title), url, {"from": url}, req(ctx.site.url()), scope=[],
+                     verifier=clicked(ctx))
 
 # %% ../../nbs/data/02b_makers.ipynb #4587ea90
 def crumbs(ctx, row):
@@ -395,7 +401,7 @@ def make_crumb(ctx):
     text, target = ctx.pick(crumbs(ctx, row))
     name = text
     return make_task(ctx, ctx.say("follow_breadcrumb", target=name), url, {"text": text, "value": target},
-                     req(target), scope=[])
+                     req(target), scope=[], verifier=clicked(ctx))
 
 # %% ../../nbs/data/02b_makers.ipynb #bf3ebb83
 @maker("open_menu_item")
@@ -408,12 +414,13 @@ def make_menu(ctx):
         target = o["value"] if not row else f"{ctx.list_path}/{row['id']}/edit"
         key = "open_menu_item_new" if c["control_id"].endswith("-new") else "open_menu_item_edit"
         text = ctx.say(key, item=ctx.item, title=ctx.title(row) if row else "")
-        return make_task(ctx, text, url, {"text": o["text"], "value": target, "single": True}, req(target), scope=[])
+        return make_task(ctx, text, url, {"text": o["text"], "value": target, "single": True}, req(target), scope=[],
+                         verifier=clicked(ctx))
     here = urlsplit(url).path
     o = ctx.pick([o for o in c["options"] if o["value"] != here])
     if o is None: return None
     return make_task(ctx, ctx.say("open_menu_item", target=o["text"]), url, {"text": o["text"], "value": o["value"]},
-                     req(o["value"]), scope=[])
+                     req(o["value"]), scope=[], verifier=clicked(ctx))
 
 # %% ../../nbs/data/02b_makers.ipynb #c15dafca
 @maker("open_submenu_item")
@@ -421,7 +428,7 @@ def make_submenu(ctx):
     o = ctx.pick(ctx.c["options"])
     if o is None: return None
     return make_task(ctx, ctx.say("open_submenu_item", target=o["text"], section=o["section"]), ctx.url(), dict(o),
-                     req(o["value"]), scope=[])
+                     req(o["value"]), scope=[], verifier=clicked(ctx))
 
 # %% ../../nbs/data/02b_makers.ipynb #aef2ff4a
 @maker("read_live_value")

@@ -333,7 +333,8 @@ async def run_chain(chain, worker) -> dict:
     res, timing = {**chain_fields(chain), "task_id": cid, "ok": False, "cause": None}, Counter()
     tmp = worker.stage(cid)
     with R.memory_faults() as faults:
-        if cause := (await settle(_chain(chain, worker, tmp, res, timing))).get("cause"): res["cause"] = cause
+        crash = await settle(_chain(chain, worker, tmp, res, timing))     # a crash is filed too, masked if not the chain's
+        if crash.get("cause"): res.update(cause=crash["cause"], **({"masked": True} if crash.get("masked") else {}))
     if faults:                     # the rows would carry template text where a model's was asked for
         res.update(ok=False, cause=_why_failed([], [], "", faults) + (f" | {res['cause']}" if res["cause"] else ""))
     file_unit(worker, tmp, res, cid, f"_failed/{cid}", lambda: (tmp / "error.txt").write_text(str(res["cause"]) + "\n"))
@@ -362,6 +363,8 @@ class ChainLine(BaseModel):
     instruction_by: Literal["merged", "joined"] = Field(
         None, description="'merged' (one request an LLM wrote) or 'joined' (the parts' instructions joined).")
     detail: str = Field(None, description="Every part's gate detail, joined by ' | ' (up to 300 characters).")
+    masked: bool = Field(None, description="An infrastructure failure, not the chain's (a browser that would not start, a "
+                                           "crash): counted apart, and --retry-failed runs it again.")
     timing: dict[str, Annotated[float, Field(ge=0)]] = Field(
         None, description="Seconds by phase: browser, specialists, replay, planner ({} when the chain failed before any; "
                           "absent from a line the engine wrote for a chain that raised).")
