@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 
+from procs import kill_browser, orphans
 from webmix.world.servers import free_ports, port_free
 
 START = 240           # seconds a server may take to serve (the task index, MiniWeb, a warm browser)
@@ -28,31 +28,7 @@ HUMAN_WRONG = [{"click": {"control_id": "home-menu", "value": "/sites/mail/files
                {"done": {"text": "contract-03.pdf was uploaded on 2026-10-01.", "success": True}}]
 
 
-def running_on(folder) -> list:
-    "Live processes (zombies aside) whose command line names a path inside `folder` (as tests/test_faults.py finds them)."
-    mark, found = str(Path(folder).resolve()) + os.sep, []
-    for p in psutil.process_iter(["cmdline", "status"]):
-        try:
-            if p.info["status"] != psutil.STATUS_ZOMBIE and any(mark in a for a in p.info["cmdline"] or ()): found.append(p)
-        except psutil.Error: pass
-    return found
 
-
-def orphans(folder, grace=10.0) -> list:
-    "The command lines of processes still running on `folder` after up to `grace` s."
-    end = time.monotonic() + grace
-    while (left := running_on(folder)) and time.monotonic() < end: time.sleep(0.2)
-    return [" ".join(p.info["cmdline"] or [])[:160] for p in left]
-
-
-def kill_browser(folder) -> int | None:
-    "SIGKILL the Chromium browser process (not a renderer or helper) whose profile is inside `folder` -> its pid."
-    for p in running_on(folder):
-        cmd = p.info["cmdline"] or []
-        if any(a.startswith("--user-data-dir") for a in cmd) and not any(a.startswith("--type=") for a in cmd):
-            p.kill()
-            return p.pid
-    return None
 
 
 def serve(out, *args):
