@@ -28,9 +28,6 @@ HUMAN_WRONG = [{"click": {"control_id": "home-menu", "value": "/sites/mail/files
                {"done": {"text": "contract-03.pdf was uploaded on 2026-10-01.", "success": True}}]
 
 
-
-
-
 def serve(out, *args):
     "Start `webmix env serve` on a free port -> (process, its URL); it serves once /health says ok."
     port = free_ports(1)[0]
@@ -163,6 +160,33 @@ def test_errors_are_one_json_line(server):
     paths = c.get("/openapi.json").json()["paths"]
     assert {"/sessions", "/sessions/{session_id}/step", "/sessions/{session_id}/verify", "/sessions/{session_id}", "/tasks",
             "/health", "/metrics", "/seed_session", "/step", "/verify", "/close"} <= set(paths)
+
+
+def test_a_websocket_holds_one_session_and_its_disconnect_closes_it(server):
+    "The same session over /ws: open, steps, verify, close in messages; errors are replies; a dropped socket closes its session."
+    from websockets.sync.client import connect
+    c, out, _ = server
+    url = str(c.base_url).replace("http://", "ws://").rstrip("/") + "/ws"
+    ask = lambda ws, msg: (ws.send(msg if isinstance(msg, str) else json.dumps(msg)), json.loads(ws.recv()))[1]
+    lines_before = len((out / "results.jsonl").read_text().splitlines())
+    with connect(url, max_size=None) as ws:
+        assert ask(ws, "{not json")["error_kind"] == "bad_request"
+        assert "send open first" in ask(ws, {"op": "step", "action": {"done": {}}})["message"]
+        assert ask(ws, {"op": "fly"})["error_kind"] == "bad_request"
+        opened = ask(ws, {"op": "open", "task_id": HUMAN})
+        assert "/sites/mail" in opened["observation"]["url"] and base64.b64decode(opened["observation"]["screenshot"])[:4] == b"\x89PNG"
+        assert "close it first" in ask(ws, {"op": "open", "task_id": HUMAN})["message"]
+        assert ask(ws, {"op": "step", "action": {"clack": {}}})["error_kind"] == "bad_action"
+        for a in HUMAN_RIGHT: last = ask(ws, {"op": "step", "action": a})
+        assert (last["reward"], last["done"], last["info"]["passed"]) == (1.0, True, True), last["info"]
+        assert ask(ws, {"op": "verify"})["reward"] == 1.0
+        assert ask(ws, {"op": "close"})["closed"]
+        ask(ws, {"op": "open", "task_id": HUMAN})                # a second session on the socket, dropped with it
+        assert c.get("/health").json()["sessions_open"] == 1
+    end = time.monotonic() + 30
+    while c.get("/health").json()["sessions_open"] and time.monotonic() < end: time.sleep(0.2)
+    assert c.get("/health").json()["sessions_open"] == 0
+    assert len((out / "results.jsonl").read_text().splitlines()) == lines_before + 2       # both episodes saved
 
 
 def test_occupied_port_is_one_line(server):

@@ -6,17 +6,17 @@ the same host under NeMo Gym-style routes; every error one JSON line that says w
 # %% auto #0
 __all__ = ['STATUS', 'MAX_BODY', 'DRAIN', 'ERRORS', 'ErrorReply', 'error_response', 'validation_message', 'BodyCap',
            'OpenRequest', 'Opened', 'ActionRequest', 'SessionRequest', 'SessionAction', 'Closed', 'TaskEntry',
-           'TaskList', 'make_app', 'PortTaken', 'bind', 'serve']
+           'TaskList', 'make_app', 'socket_reply', 'PortTaken', 'bind', 'serve']
 
 # %% ../../nbs/env/03_server.ipynb #a479afb6
 import json, socket, sys
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Query
+from fastapi import FastAPI, Query, WebSocket, WebSocketDisconnect
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.exceptions import HTTPException
 
 from .. import __version__
@@ -168,6 +168,7 @@ def make_app(host: SessionHost, max_body: int = MAX_BODY, on_start=None) -> Fast
         return error_response("bad_request", what, e.status_code)
 
     _routes(app, host)
+    _socket_route(app, host)
     return app
 
 # %% ../../nbs/env/03_server.ipynb #5bc47500
@@ -212,6 +213,45 @@ def _routes(app: FastAPI, host: SessionHost) -> None:
 
     @app.post("/close", summary="NeMo Gym-style: close the session in the body")
     async def close_(r: SessionRequest) -> Closed: return await closed(r.session_id)
+
+# %% ../../nbs/env/03_server.ipynb #e530babb
+async def socket_reply(host: SessionHost, state: dict, message) -> dict:
+    "The reply to one /ws message (see above); `state` holds the socket's session id."
+    if not isinstance(message, dict) or message.get("op") not in ("open", "step", "verify", "close"):
+        raise EnvError("bad_request", "a message is a JSON object whose op is open, step, verify or close")
+    op, fields = message["op"], {k: v for k, v in message.items() if k != "op"}
+    if op == "open":
+        if state.get("sid"): raise EnvError("bad_request", "this socket has a session open: close it first")
+        r = OpenRequest(**fields)
+        sid, obs = await host.open(r.task_id if r.task_id is not None else r.task, r.variant, r.seed, r.wait, r.screenshots)
+        state["sid"] = sid
+        return Opened(session_id=sid, observation=obs).model_dump()
+    if not (sid := state.get("sid")): raise EnvError("bad_request", "no session is open on this socket: send open first")
+    if op == "step": return (await host.step(sid, ActionRequest(**fields).action)).model_dump()
+    if op == "verify": return (await host.verify(sid)).model_dump()
+    folder = await host.close(state.pop("sid"))
+    return Closed(session_id=sid, episode=str(folder) if folder else None).model_dump()
+
+# %% ../../nbs/env/03_server.ipynb #c59c33e9
+def _socket_route(app: FastAPI, host: SessionHost) -> None:
+    "The /ws route of `make_app` on `host` (see above)."
+    @app.websocket("/ws")
+    async def ws(socket: WebSocket):
+        await socket.accept()
+        state = {}
+        try:
+            while True:
+                text = await socket.receive_text()
+                try: reply = await socket_reply(host, state, json.loads(text))
+                except EnvError as e: reply = e.to_dict()
+                except json.JSONDecodeError: reply = EnvError("bad_request", "a message is not JSON").to_dict()
+                except ValidationError as e: reply = EnvError("bad_request", validation_message(e)).to_dict()
+                await socket.send_json(reply)
+        except WebSocketDisconnect: pass
+        finally:
+            if state.get("sid"):                   # the client went away: its session goes now, its episode saved
+                try: await host.close(state["sid"])
+                except EnvError: pass
 
 # %% ../../nbs/env/03_server.ipynb #ce3397da
 class PortTaken(OSError):
