@@ -1,7 +1,7 @@
 """webmix.data.replay and webmix.data.plan_data end to end: kept trajectories replayed as the planner's specialists on a live
 MiniWeb, in real Chromium through real browser-use Agents (only the models are scripts): kept chains' rows validate,
 tampered replays fail their gate, a run killed with SIGKILL resumes without running a chain twice."""
-import asyncio, copy, json, os, shutil, signal, subprocess, sys, time
+import asyncio, copy, json, os, shutil, signal, subprocess, sys, threading, time
 from pathlib import Path
 
 import psutil
@@ -333,7 +333,8 @@ class _Malformed:
 def test_memory_model_faults_and_a_cancelled_chain_are_failed_lines(tmp_path, items, monkeypatch):
     from webmix.agents.llm import ScriptedServer
     def error(req): raise RuntimeError("the model crashed")           # the scripted server answers HTTP 500
-    def hang(req): time.sleep(25)
+    released = threading.Event()
+    def hang(req): released.wait(25)                                  # past the unit's timeout, until the test is done
     kw = dict(chains=2, seed=3, workers=1, items=items, progress=False)
     with ScriptedServer({"m": error}) as s500, _Malformed() as bad, ScriptedServer({"m": hang}) as slow:
         got = {}
@@ -342,6 +343,7 @@ def test_memory_model_faults_and_a_cancelled_chain_are_failed_lines(tmp_path, it
             out = tmp_path / name
             P.run_plan_data(out=out, memory_model="m", memory_url=url, ports=free_ports(1), **kw, **extra)
             got[name] = _results(out / "results.jsonl")
+        released.set()
     for name, lines in got.items():
         assert len(lines) == 2 and not any(r["ok"] for r in lines), (name, lines)    # the run went through both chains
     assert all("memory model failed: InternalServerError" in r["cause"] for r in got["500"]), got["500"]
