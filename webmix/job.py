@@ -37,8 +37,8 @@ class MainOptions:
 CONTROL_IDS_JS = "JSON.stringify([...new Set([...document.querySelectorAll('[data-control-id]')].map(e => e.dataset.controlId))])"
 
 # %% ../nbs/91_job.ipynb #36bb4ffd
-async def walk_sitemaps(base, headless=True):
-    "-> rows {site, page, url, title, controls, found}: every sitemap page opened in Chromium."
+async def walk_sitemaps(base, headless=True, sites=None):
+    "-> rows {site, page, url, title, controls, found}: every sitemap page of `sites` (names; None: all) opened in Chromium."
     from webmix.agents import harness as H
     from webmix.agents import session as HS
     from webmix.world.sites import load_sites
@@ -46,6 +46,7 @@ async def walk_sitemaps(base, headless=True):
     async with H.browser(base, headless=headless) as bs:             # a fresh MiniWeb session, closed at the end
         await HS.new_miniweb_session(bs, base, {"consent": "ask"})     # one asked about cookies: their banners are controls too
         for site in load_sites().values():
+            if sites is not None and site.name not in sites: continue
             for p in site.page_list:
                 url = base + site.url(p["path"])
                 await HS.goto(bs, url)
