@@ -7,6 +7,8 @@ to its return: the local run's includes starting its MiniWeb servers, Ray's incl
 servers. Starting Ray itself (once per cluster, not per run) is timed apart and left out.
 
     python benchmarks/backends.py [--tasks 16] [--workers 2] [--seed 0] [--json out.json]
+
+Target: Ray keeps at least 0.85 of the local backend's trajectories a minute; exit 1 when it does not.
 """
 import argparse, json, random, sys, tempfile, time
 from pathlib import Path
@@ -57,5 +59,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
-    sys.exit(0)
+    from targets import verdict
+    r = main()["ratio"]
+    sys.exit(verdict({"ray / local kept per minute": (r, ">= 0.85", r is not None and r >= 0.85)}))

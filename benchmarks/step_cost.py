@@ -18,7 +18,8 @@ With `--busy N`, N processes spin a CPU core each for the whole measurement (a l
 Playwright run beside them); the click and input rows' c/a, c/b, (c act)/a and b/a are printed apart (targets: click
 c/b <= 1.1 under two busy loops; an input step <= 2x Playwright's fill, read as the input action against `fill`,
 (c act)/a: a step that shows the model the page cannot be within 2x of a bare `fill` when Playwright's own observed
-fill, b/a, is itself more than 2x).
+fill, b/a, is itself more than 2x). Exit 1 when a target is missed (the click one is checked with --busy 2 or more;
+every action step's c/b, the line the run prints, at most 1.5).
 With `--profile`, one datagen unit (the kept task with the most browser actions) is also run under pyinstrument, its
 phases timed by wrapping (see profile_unit).
 
@@ -321,5 +322,12 @@ def measure(args):
 
 
 if __name__ == "__main__":
-    main()
-    sys.exit(0)
+    from targets import verdict
+    s = main()
+    r, checks = s["ratios"], {}
+    if "c/b_median" in r: checks["every action step, c/b (medians)"] = (r["c/b_median"], "<= 1.5", r["c/b_median"] <= 1.5)
+    if s["busy"] >= 2 and "click_c/b_median" in r:
+        checks["click, c/b under two busy loops"] = (r["click_c/b_median"], "<= 1.1", r["click_c/b_median"] <= 1.1)
+    if "input_c act/a_median" in r:
+        checks["input action against fill"] = (r["input_c act/a_median"], "<= 2", r["input_c act/a_median"] <= 2)
+    sys.exit(verdict(checks))
