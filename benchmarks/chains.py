@@ -6,11 +6,10 @@ reference loop (the reference system's plan_data.chain_specs), which scans every
 The reference loop is too slow for 10,000 chains over 100,000 records (quadratic), so the ratio is measured on the
 first --reference-chains chains of the same pool, for both, in this run; the index's full-size time is printed too.
 """
-import argparse, random, sys, time
+import argparse, random, time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from webmix.world.catalog import CHAIN_FIRST, MACROS, QA_MACROS
 from webmix.data.chains import chain_specs_from_records, follow
 

@@ -1,9 +1,9 @@
 """plan-data, evaluation, online runs and a datagen unit's parts before and after a change: chains a minute and episodes
 a minute on the same work, an older commit against the working tree, in turns (datagen's side of the same comparison is before_after.py).
 
-The older commit (`--before REF`, default 643f242) is checked out as a detached git worktree in a temp folder; the after
-side is the working tree this script belongs to (uncommitted changes included). Every run is a subprocess in its own
-tree (before_after.child: cwd and PYTHONPATH its tree, webmix's editable-install finder off sys.meta_path), and each
+The older commit (`--before REF`, required: the baseline, e.g. 643f242) is checked out as a detached git worktree
+in a temp folder; the after side is the working tree this script belongs to (uncommitted changes included). Every
+run is a subprocess in its own tree (before_after.child: cwd and PYTHONPATH its tree, webmix's editable-install finder off sys.meta_path), and each
 side is first probed once (where its webmix and its MiniWeb servers' webmix come from, its human-style tasks).
 
 Parts (`--parts`, all four by default):
@@ -31,7 +31,7 @@ Parts (`--parts`, all four by default):
 
 The sides run before, after, before, after ... for `--rounds` rounds; the ratio is after / before of the means.
 
-    python benchmarks/speed.py [--before 643f242] [--parts plan_data,evaluate,phases,online] [--chains 40] [--tasks 12]
+    python benchmarks/speed.py --before REF [--parts plan_data,evaluate,phases,online] [--chains 40] [--tasks 12]
                                [--unit-tasks 12] [--online-tasks 12] [--online-sites 6]
                                [--workers 2] [--rounds 1] [--seed 0] [--pool-sites shop,kanban] [--backend processes]
                                [--json out.json] [--keep DIR]
@@ -42,8 +42,7 @@ Each side runs its units as its command line does by default: the before side in
 import argparse, json, random, statistics, sys, time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from before_after import PREAMBLE, check_imports, child, drop_worktree, read_results, saved, sides_header, two_sides  # noqa: E402
+from before_after import PREAMBLE, check_imports, child, drop_worktree, read_results, saved, sides_header, two_sides
 
 CHILD = PREAMBLE + r'''
 first_of("webmix.agents.harness", "webmix.harness")
@@ -163,7 +162,7 @@ def span_per_min(res: dict) -> float:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--before", default="643f242", help="the older commit (any git ref)")
+    ap.add_argument("--before", required=True, help="the older commit (any git ref), the baseline")
     ap.add_argument("--parts", default="plan_data,evaluate,phases,online")
     ap.add_argument("--chains", type=int, default=40)
     ap.add_argument("--tasks", type=int, default=12, help="human-style test tasks of the evaluate part")

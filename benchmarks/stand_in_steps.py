@@ -6,9 +6,9 @@ against the stand-in policy (`serve_policy(port=0, faults={"premature": --eval-p
 14763e5 the stand-in looked the page up with a JavaScript probe (browser-use's `evaluate` action) before acting; since
 then it reads the prompt browser-use sends. This script runs that evaluation on both sides and compares steps.
 
-The older commit (`--before REF`, default 14763e5^) is checked out as a detached git worktree in a temp folder; the
-after side is the working tree this script belongs to (uncommitted changes included). Each side runs in its own
-subprocess (before_after.child: cwd and PYTHONPATH its tree, webmix's editable-install finder off sys.meta_path,
+The older commit (`--before REF`, required: the baseline, e.g. 14763e5^) is checked out as a detached git worktree
+in a temp folder; the after side is the working tree this script belongs to (uncommitted changes included). Each
+side runs in its own subprocess (before_after.child: cwd and PYTHONPATH its tree, webmix's editable-install finder off sys.meta_path,
 $WEBMIX_DATA unset so its data/ is its own tree's), first once to describe itself (where webmix and a MiniWeb
 server's webmix come from, its human test task ids, its main job's defaults and arms), then once to run: that tree's
 serve_policy on a free port, and that tree's run_evaluate for each of that tree's MAIN_ARMS into a fresh folder, with
@@ -18,15 +18,14 @@ the main job's options (workers as its default, headless) but free MiniWeb ports
 Per arm and side: episodes, ok, median steps (results.jsonl's `steps`), and the `evaluate` actions (probes) in the
 episodes' history.json. One round (the runs take minutes).
 
-    python benchmarks/stand_in_steps.py [--before REF] [--tasks N] [--premature P] [--seed S] [--json out.json]
+    python benchmarks/stand_in_steps.py --before REF [--tasks N] [--premature P] [--seed S] [--json out.json]
                                         [--keep DIR]
 """
 import argparse, json, statistics, sys, time
 from itertools import zip_longest
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from before_after import (PREAMBLE, check_imports, child, drop_worktree, read_results, saved, sides_header,  # noqa: E402
+from before_after import (PREAMBLE, check_imports, child, drop_worktree, read_results, saved, sides_header,
                           two_sides)
 
 # The child: `python -c CHILD mode root spec` (run by before_after.child, whose MARK line it prints). probe: describe
@@ -85,7 +84,7 @@ def arm_stats(out) -> dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--before", default="14763e5^", help="the older commit (any git ref)")
+    ap.add_argument("--before", required=True, help="the older commit (any git ref), the baseline")
     ap.add_argument("--tasks", type=int, default=None, help="human-style test tasks (default: the main job's --eval-tasks)")
     ap.add_argument("--premature", type=float, default=None, help="default: the main job's --eval-premature")
     ap.add_argument("--seed", type=int, default=None, help="the stand-in's seed (default: the main job's --seed)")

@@ -42,8 +42,7 @@ from webmix.world.servers import Servers, free_ports
 from webmix.data.pool import kept, read_results
 from webmix.data.tasks import all_tasks
 
-sys.path.insert(0, str(Path(__file__).parent))
-from datagen_throughput import NO_PLAYWRIGHT, harness_steps, redo   # noqa: E402
+from datagen_throughput import NO_PLAYWRIGHT, harness_steps, redo 
 
 MACROS = ["filter_by_dropdown", "sort_by_form", "open_detail", "paginate", "search_by_text", "enter_text", "open_menu_item"]
 STYLES = ["display", "visibility", "opacity"]
