@@ -3,8 +3,8 @@ a minute on the same work, an older commit against the working tree, in turns (d
 
 The older commit (`--before REF`, required: the baseline, e.g. 643f242) is checked out as a detached git worktree
 in a temp folder; the after side is the working tree this script belongs to (uncommitted changes included). Every
-run is a subprocess in its own tree (before_after.child: cwd and PYTHONPATH its tree, webmix's editable-install finder off sys.meta_path), and each
-side is first probed once (where its webmix and its MiniWeb servers' webmix come from, its human-style tasks).
+run is a subprocess in its own tree (before_after.child: cwd and PYTHONPATH its tree, webmix's editable-install
+finder off sys.meta_path), and each side is first probed once (where its webmix and its MiniWeb servers' webmix come from, its human-style tasks).
 
 Parts (`--parts`, all four by default):
 - plan_data: each side makes its own pool with its own datagen on the main job's pool sites (`--pool-sites`, every
