@@ -80,9 +80,12 @@ def run(tmp_path_factory):
         forged = [s.step({"navigate": {"url": "data:text/html,<input data-control-id='x' value='y'>"}}),
                   s.step({"navigate": {"url": "http://127.0.0.1:9/sites/shop"}}),
                   s.step({"done": {"text": "Done.", "success": True}})]
-        # typed: the page a menu task names, reached by typing its address instead of clicking the menu
-        menu = next(t for t in pool if t["macro"] == "open_menu_item")
-        s.reset(menu["task_id"])
+        # typed: the page a menu task names, reached by clicking another item of the menu, then typing its address
+        menu = next(t for t in pool if t["macro"] == "open_menu_item" and not t["option"].get("single"))
+        first = s.reset(menu["task_id"])
+        other = next(e for e in first.elements if e.control_id == menu["control"]["control_id"]
+                     and e.value and e.value != menu["option"]["value"])
+        s.step({"click": {"index": other.index}})
         s.step({"navigate": {"url": mw.bases[0] + menu["check"]["path"]}})
         typed = s.step({"done": {"text": "Done.", "success": True}})
         s.reset(dg[0]["task_id"])
@@ -130,7 +133,7 @@ def test_wrong_forged_and_off_site_actions_earn_nothing(run):
         (nav_data.observation.error, nav_port.observation.error)
     assert done.done and done.reward == 0.0
     typed = run["typed"]
-    assert typed.done and typed.reward == 0.0 and "click" in typed.info["detail"], typed.info
+    assert typed.done and typed.reward == 0.0 and "href" in typed.info["detail"], typed.info
 
 
 def test_bad_actions_are_one_line_errors(run):

@@ -372,9 +372,10 @@ def _start_of(ctx):
     return ctx.url(), None
 
 # %% ../../nbs/data/02b_makers.ipynb #51b5c2ba
-def clicked(ctx) -> dict:
-    "A verifier whose check is the user's click on the task's control (recorded in the page, not a typed address)."
-    return {"checks": [{"kind": "event", "action": "click", "target": ctx.c["control_id"]}]}
+def clicked(ctx, href) -> dict:
+    """A verifier whose check is the user's click on the task's control, on its link to `href` (recorded in the page:
+    not a typed address, nor a click on another item of the same menu)."""
+    return {"checks": [{"kind": "event", "action": "click", "target": {"control_id": ctx.c["control_id"], "href": href}}]}
 
 # %% ../../nbs/data/02b_makers.ipynb #a99e917b
 @maker("navigate_home")
@@ -383,7 +384,7 @@ def make_home(ctx):
     url, row = _start_of(ctx)
     if url is None: return None
     return make_task(ctx, ctx.say("navigate_home", site=ctx.site.title), url, {"from": url}, req(ctx.site.url()), scope=[],
-                     verifier=clicked(ctx))
+                     verifier=clicked(ctx, ctx.site.url()))
 
 # %% ../../nbs/data/02b_makers.ipynb #4587ea90
 def crumbs(ctx, row):
@@ -401,7 +402,7 @@ def make_crumb(ctx):
     text, target = ctx.pick(crumbs(ctx, row))
     name = text
     return make_task(ctx, ctx.say("follow_breadcrumb", target=name), url, {"text": text, "value": target},
-                     req(target), scope=[], verifier=clicked(ctx))
+                     req(target), scope=[], verifier=clicked(ctx, target))
 
 # %% ../../nbs/data/02b_makers.ipynb #bf3ebb83
 @maker("open_menu_item")
@@ -415,12 +416,12 @@ def make_menu(ctx):
         key = "open_menu_item_new" if c["control_id"].endswith("-new") else "open_menu_item_edit"
         text = ctx.say(key, item=ctx.item, title=ctx.title(row) if row else "")
         return make_task(ctx, text, url, {"text": o["text"], "value": target, "single": True}, req(target), scope=[],
-                         verifier=clicked(ctx))
+                         verifier=clicked(ctx, target))
     here = urlsplit(url).path
     o = ctx.pick([o for o in c["options"] if o["value"] != here])
     if o is None: return None
     return make_task(ctx, ctx.say("open_menu_item", target=o["text"]), url, {"text": o["text"], "value": o["value"]},
-                     req(o["value"]), scope=[], verifier=clicked(ctx))
+                     req(o["value"]), scope=[], verifier=clicked(ctx, o["value"]))
 
 # %% ../../nbs/data/02b_makers.ipynb #c15dafca
 @maker("open_submenu_item")
@@ -428,7 +429,7 @@ def make_submenu(ctx):
     o = ctx.pick(ctx.c["options"])
     if o is None: return None
     return make_task(ctx, ctx.say("open_submenu_item", target=o["text"], section=o["section"]), ctx.url(), dict(o),
-                     req(o["value"]), scope=[], verifier=clicked(ctx))
+                     req(o["value"]), scope=[], verifier=clicked(ctx, o["value"]))
 
 # %% ../../nbs/data/02b_makers.ipynb #aef2ff4a
 @maker("read_live_value")

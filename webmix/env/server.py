@@ -246,6 +246,9 @@ def _socket_route(app: FastAPI, host: SessionHost) -> None:
                 except EnvError as e: reply = e.to_dict()
                 except json.JSONDecodeError: reply = EnvError("bad_request", "a message is not JSON").to_dict()
                 except ValidationError as e: reply = EnvError("bad_request", validation_message(e)).to_dict()
+                except Exception as e:             # a defect: one line, as the HTTP routes answer it, and the socket stays
+                    first = (str(e).splitlines() or [""])[0][:200]
+                    reply = EnvError("internal", f"{type(e).__name__}: {first}", retryable=True).to_dict()
                 await socket.send_json(reply)
         except WebSocketDisconnect: pass
         finally:
