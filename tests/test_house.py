@@ -104,6 +104,17 @@ def test_numbers_out_of_range_stop_in_one_line_before_any_folder_and_version_pri
     with pytest.raises(ValueError, match="--per-control must be at least 1, not 0"): split_options(DatagenOptions, {"per_control": 0})
 
 
+def test_a_busy_port_stops_a_server_in_one_line():
+    "`webmix sites serve` on a port another process holds says so in one line, no traceback."
+    import socket
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0)); held.listen()
+        port = held.getsockname()[1]
+        p = subprocess.run(["webmix", "sites", "serve", "--ports", str(port)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        assert p.returncode == 1 and p.stderr.strip().splitlines() == [
+            f"webmix sites serve: port(s) [{port}] already in use: pick others with --ports"], p.stderr
+
+
 def test_the_python_api_says_an_unknown_name_or_a_missing_run_in_one_line():
     "Sites as a list or one comma-separated string; an unknown site or macro is one KeyError line naming it; a missing run folder too."
     import pytest

@@ -32,7 +32,8 @@ def refusal(e: BaseException) -> bool:
     from webmix.records import TaskFileError
     from webmix.folders import RunRefused
     from webmix.world.specs import SpecError
-    return isinstance(e, (RunRefused, TaskFileError, SpecError, config.UnknownName))
+    from webmix.world.servers import PortsBusy
+    return isinstance(e, (RunRefused, TaskFileError, SpecError, PortsBusy, config.UnknownName))
 
 # %% ../nbs/90_cli.ipynb #88ad1e17
 def main(argv=None) -> int:

@@ -150,9 +150,10 @@ def run_main(o: MainOptions) -> int:
     from webmix.config import data_dir
     from webmix.data.plan_data import run_plan_data
     from webmix.world.sites import load_sites
-    from webmix.world.servers import Servers
+    from webmix.world.servers import Servers, free_ports, port_free
     use_sites_dir(o)
-    with Servers(ports=list(o.ports)[:1]) as srv:
+    port = next((p for p in o.ports if port_free(p)), None) or free_ports(1)[0]   # busy ports: a free one, as the runs do
+    with Servers(ports=[port]) as srv:
         print(f"MiniWeb: {len(load_sites())} sites on {srv.bases[0]}; walking every sitemap page in Chromium ...", flush=True)
         ok = print_walk(asyncio.run(walk_sitemaps(srv.bases[0], headless=not o.headful)))
     if o.walk_only: return 0 if ok else 1

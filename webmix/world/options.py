@@ -70,8 +70,9 @@ def sites_serve(opts: ServeOptions, where: SitesDir) -> int:
     "Serve every site until Ctrl-C."
     from webmix.config import admin_key
     from webmix.world.miniweb import serve
-    from webmix.world.servers import Servers
+    from webmix.world.servers import Servers, claim_ports
     use_sites_dir(where)
+    claim_ports(opts.ports)                      # a busy one: one line, before anything is printed
     print(f"admin API key ({ADMIN_HEADER} header): {admin_key()}", flush=True)   # WEBMIX_ADMIN_KEY sets it
     if len(opts.ports) == 1: return serve(opts.ports[0], visitors=opts.visitors)
     with Servers(ports=list(opts.ports), visitors=opts.visitors) as srv:
