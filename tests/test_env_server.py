@@ -168,7 +168,8 @@ def test_a_websocket_holds_one_session_and_its_disconnect_closes_it(server):
     c, out, _ = server
     url = str(c.base_url).replace("http://", "ws://").rstrip("/") + "/ws"
     ask = lambda ws, msg: (ws.send(msg if isinstance(msg, str) else json.dumps(msg)), json.loads(ws.recv()))[1]
-    lines_before = len((out / "results.jsonl").read_text().splitlines())
+    results = out / "results.jsonl"
+    lines_before = len(results.read_text().splitlines()) if results.exists() else 0
     with connect(url, max_size=None) as ws:
         assert ask(ws, "{not json")["error_kind"] == "bad_request"
         assert "send open first" in ask(ws, {"op": "step", "action": {"done": {}}})["message"]
@@ -186,7 +187,7 @@ def test_a_websocket_holds_one_session_and_its_disconnect_closes_it(server):
     end = time.monotonic() + 30
     while c.get("/health").json()["sessions_open"] and time.monotonic() < end: time.sleep(0.2)
     assert c.get("/health").json()["sessions_open"] == 0
-    assert len((out / "results.jsonl").read_text().splitlines()) == lines_before + 2       # both episodes saved
+    assert len(results.read_text().splitlines()) == lines_before + 2       # both episodes saved
 
 
 def test_occupied_port_is_one_line(server):
