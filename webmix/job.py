@@ -137,7 +137,8 @@ def main_evaluation(data, o: MainOptions):
             run_evaluate(tasks, root / arm, arm=arm, vllm=srv.base_url, args=args, **o.engine(), **kw)
     df = pd.concat([load_results(root / arm) for arm in MAIN_ARMS])
     df = df[df["task_id"].isin({t.task_id for t in tasks})]           # a folder of an earlier selection keeps its episodes
-    label = lambda t: t.rename(columns=lambda a: f"{a} (stand-in)").rename_axis(columns="arm, model: the scripted stand-in")
+    named = lambda a: a if "stand-in" in str(a) else f"{a} (stand-in)"      # success_table names it already
+    label = lambda t: t.rename(columns=named).rename_axis(columns="arm, model: the scripted stand-in")
     table = label(success_table(df))
     print(f"\nsuccess by arm and family, the model being {STAND_IN} (episodes in {root}/<arm>):\n{table.to_string()}"
           f"\n\nsuccess by site and arm, the same stand-in:\n{label(by_site(df)).to_string()}", flush=True)
