@@ -368,9 +368,9 @@ def test_a_grader_that_fails_keeps_the_episode_as_success_unknown_and_regrade_gr
     assert (ep / "grade_inputs.json").exists() and (ep / "episode.json").exists() and (ep / "final.png").exists()
     df = E.load_results(out)
     table = E.success_table(df)
-    assert table.loc["ungraded", "base"] == "1" and table.loc["all", "base"] == E.MISSING     # neither a pass nor a fail
+    assert table.loc["ungraded", "base"] == "1" and table.loc["all", "base"] == "0/1"     # counted, never a pass
     assert table.loc["masked", "base"] == "0" and table.loc["episodes", "base"] == "1"
-    assert E.tally(df) == {f"base/{r['family']}": {"ok": 0, "episodes": 0, "ungraded": 1, "masked": 0}}
+    assert E.tally(df) == {f"base/{r['family']}": {"ok": 0, "episodes": 1, "ungraded": 1, "masked": 0}}
     # a grader that still fails leaves it a grade error; one that answers grades it
     broken = [{**task[0].to_dict(), "verifier": {"macros": ["not", "a", "mapping"]}}]
     assert pick(regrade(broken, out), "ungraded", "regraded", "changed", "could_not") == (1, 1, 0, 0)
@@ -433,7 +433,7 @@ def test_a_400_is_the_agents_failure_and_retry_failed_runs_only_masked_episodes(
         table = E.success_table(E.load_results(out))
         arm = "base (scripted stand-in)"
         assert table.loc["all", arm] == "1/2" and table.loc["masked", arm] == "0" and table.loc["episodes", arm] == "2", table
-        assert arm in first.stdout and "2 episodes: 2 graded, 0 masked, 0 ungraded" in first.stdout, first.stdout
+        assert arm in first.stdout and "2 episodes: 2 graded, 0 ungraded (no pass), 0 masked" in first.stdout, first.stdout
         models = json.loads((out / "manifest.json").read_text())["models"]
         assert models and all("scripted stand-in" in m["served_by"] for m in models), models
         # a masked line for the passing task, as the engine writes one for a server that would not start

@@ -151,7 +151,7 @@ class DatagenTask(Task):
         o = self.option or {}
         return {o["filename"]: o.get("content", "").encode()} if self.macro == "upload_file" else {}
     def grade(self, g: dict) -> tuple:
-        if "record" not in g: return False, "no recorder stream in the grade inputs: not graded"
+        if "record" not in g: return False, "no recorder stream in the grade inputs: a failure"
         ok, detail, _ = checks.gate_task(self.to_dict(), g)
         return (None if ok is None else bool(ok)), str(detail)     # None: an answer the grader cannot decide
 

@@ -8,7 +8,7 @@ __all__ = ['REASONING', 'MAX_GATES', 'EVAL_KINDS', 'READ_S', 'MISSING', 'JS_MARK
            'premature', 'router_note', 'gate_done', 'Routed', 'load_tasks', 'human_tasks', 'history_actions',
            'session_lost', 'masked_cause', 'grade', 'write_rows', 'EvalLine', 'line_schema', 'unit_key', 'unit_fields',
            'episode_record', 'finished_record', 'grade_episode', 'episode_cause', 'run_episode', 'requested_models',
-           'check_served', 'run_evaluate', 'outcome', 'outcomes', 'pd_series', 'graded', 'coverage', 'js_arms_named',
+           'check_served', 'run_evaluate', 'outcome', 'outcomes', 'pd_series', 'counted', 'coverage', 'js_arms_named',
            'success_table', 'by_site', 'effort', 'tokens_by_arm', 'run_summary', 'tally', 'serve_cmd']
 
 # %% ../../nbs/eval/01_evaluate.ipynb #12f1e68a
@@ -173,7 +173,7 @@ def masked_cause(g) -> str | None:
 def grade(task, g) -> tuple:
     """(ok, detail) of an episode from its grade inputs `g` alone: its task's own grade, unless it timed out (a failure)
     or was masked (None); a 4xx its model server answered (`model_refused`) is the agent's: graded as any episode."""
-    if g.get("timed_out"): return False, f"timed out after {g['timed_out']:g}s: not graded"
+    if g.get("timed_out"): return False, f"timed out after {g['timed_out']:g}s: graded a failure"
     if (why := masked_cause(g)): return None, f"masked: {why}"[:300]
     if (lost := session_lost(g)): return False, lost
     ok, detail = as_task(task).grade(g)
@@ -459,15 +459,16 @@ def pd_series(values, index):
     return pd.Series(values, index=index, dtype=object)
 
 # %% ../../nbs/eval/01_evaluate.ipynb #2118ef06
-def graded(df):
-    "The lines of `df` with a grade (ok or failed: neither masked nor ungraded)."
-    return df[outcomes(df).isin(["ok", "failed"])] if len(df) else df
+def counted(df):
+    """The lines of `df` a success rate counts: every episode but the masked. An ungraded one is no pass: an agent
+    cannot leave the denominator by hedging its answer or breaking its grade."""
+    return df[outcomes(df) != "masked"] if len(df) else df
 
 def coverage(df) -> str:
-    "How many episodes `df` covers: graded, masked (infrastructure, counted apart) and ungraded (neither a pass nor a failure)."
+    "How many episodes `df` covers: graded, ungraded (counted, never a pass) and masked (infrastructure, counted apart)."
     kinds = Counter(outcomes(df)) if len(df) else Counter()
-    return (f"{len(df)} episode{'s' * (len(df) != 1)}: {kinds['ok'] + kinds['failed']} graded, {kinds['masked']} masked, "
-            f"{kinds['ungraded']} ungraded")
+    return (f"{len(df)} episode{'s' * (len(df) != 1)}: {kinds['ok'] + kinds['failed']} graded, {kinds['ungraded']} ungraded "
+            f"(no pass), {kinds['masked']} masked")
 
 # %% ../../nbs/eval/01_evaluate.ipynb #81b8b9d9
 def _ok_of(g) -> str: return f"{int(g.astype(bool).sum())}/{len(g)}"
@@ -486,11 +487,11 @@ def js_arms_named(df):
 
 # %% ../../nbs/eval/01_evaluate.ipynb #005c286b
 def success_table(df):
-    """Success ('ok/graded') by family x arm with each arm's total; MISSING where an arm has no episode; then, per arm,
-    the episodes ungraded, masked and in all (those the table covers)."""
+    """Success ('ok/counted': passes over every episode but the masked) by family x arm with each arm's total; MISSING where an arm has no episode; then, per arm,
+    the episodes ungraded (counted, no pass), masked (not counted) and in all."""
     import pandas as pd
     df = js_arms_named(df)
-    arms, done, kinds = sorted(set(df["arm"])), graded(df), outcomes(df)
+    arms, done, kinds = sorted(set(df["arm"])), counted(df), outcomes(df)
     cells = done.groupby(["family", "arm"])["ok"].agg(_ok_of).to_dict() if len(done) else {}
     rows = {f: {a: cells.get((f, a), MISSING) for a in arms} for f in sorted({f for f, _ in cells})}
     rows["all"] = {a: _ok_of(done["ok"][done["arm"] == a]) if (done["arm"] == a).any() else MISSING for a in arms}
@@ -504,8 +505,8 @@ def success_table(df):
 
 # %% ../../nbs/eval/01_evaluate.ipynb #c6269c94
 def by_site(df):
-    "Success by site and arm ('ok/graded'); MISSING where an arm has no graded episode of a site."
-    done = graded(df)
+    "Success by site and arm ('ok/counted'); MISSING where an arm has no counted episode of a site."
+    done = counted(df)
     if not len(done): return done.iloc[:0, :0]
     return done.groupby(["site", "arm"])["ok"].agg(_ok_of).unstack("arm").fillna(MISSING)
 
@@ -551,7 +552,7 @@ def run_summary(df) -> str:
     if len(before): head += f", {len(before)} without an episode: {_causes(before)}"
     if len(masked): head += (f"; {len(masked)} masked (an infrastructure failure, not the agent's; counted apart, "
                              f"--retry-failed runs them again): {_causes(masked)}")
-    if len(ungraded): head += f"; {len(ungraded)} ungraded (neither a pass nor a failure; --regrade grades them again): {_causes(ungraded)}"
+    if len(ungraded): head += f"; {len(ungraded)} ungraded (counted, never a pass; --regrade grades them again): {_causes(ungraded)}"
     if df["arm"].astype(str).str.endswith(JS_MARK).any():
         head += ("; the agent had JavaScript of its own (--allow-js): its synthetic events never count, but what its "
                  "script sends the server does")
@@ -568,12 +569,13 @@ def run_summary(df) -> str:
 
 # %% ../../nbs/eval/01_evaluate.ipynb #487623d7
 def tally(df) -> dict:
-    "{arm/family: {ok, episodes graded, ungraded, masked}}."
+    "{arm/family: {ok, episodes counted (graded or ungraded: every one but the masked), ungraded, masked}}."
     if not len(df): return {}
     out, df = {}, df.assign(_outcome=outcomes(df))
     for (a, f), g in df.groupby(["arm", "family"]):
         kinds = Counter(g["_outcome"])
-        out[f"{a}/{f}"] = {"ok": kinds["ok"], "episodes": kinds["ok"] + kinds["failed"], "ungraded": kinds["ungraded"],
+        out[f"{a}/{f}"] = {"ok": kinds["ok"], "episodes": kinds["ok"] + kinds["failed"] + kinds["ungraded"],
+                           "ungraded": kinds["ungraded"],
                            "masked": kinds["masked"]}
     return out
 

@@ -32,7 +32,8 @@ def run_results(run_dir):
     for k in ("family", "site", "cause"):
         if k not in df: df[k] = None
     df["family"] = df["family"].fillna("(none)")
-    df["ok"] = df["ok"].astype(bool)
+    df["ok"] = df["ok"].eq(True)                       # ungraded (null) is no pass
+    df["masked"] = df["masked"].eq(True) if "masked" in df else False
     return df
 
 # %% ../../nbs/views/05_dashboard.ipynb #71fdb89a
@@ -81,8 +82,8 @@ class Dashboard:
 
 # %% ../../nbs/views/05_dashboard.ipynb #c45d550e
 def _rate_table(df, by):
-    "Success rate and episodes by `by` (a list of columns)."
-    return df.groupby(by)["ok"].agg(success="mean", episodes="size").reset_index()
+    "Success rate and episodes counted by `by` (a list of columns): every episode but the masked (the infrastructure's)."
+    return df[~df["masked"]].groupby(by)["ok"].agg(success="mean", episodes="size").reset_index()
 
 # %% ../../nbs/views/05_dashboard.ipynb #0c05515b
 def run_dashboard(*paths) -> Dashboard:
