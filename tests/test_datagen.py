@@ -23,6 +23,8 @@ from webmix import formats
 from webmix.folders import variant_table
 from webmix.records import as_task, on_variant
 from webmix.data.tasks import all_tasks, make_tasks
+from webmix.data.plan_data import _joined
+from webmix.data.wording import text_faults
 from webmix.world.sites import load_sites, sitemap
 from webmix.world.servers import free_ports
 from row_layout import REFERENCE, datagen_layout
@@ -36,6 +38,9 @@ def one_per_macro(tasks, seed=1):
 
 
 def test_tasks_are_stable_and_cover_the_sitemaps():
+    """Every site's tasks are the same twice, cover its sitemap, and read as a person writes them: no word written twice,
+    no doubled stop, no Python repr, alone or joined into one request as plan-data joins them."""
+    instructions = []
     for name, site in load_sites().items():
         tasks = make_tasks(name)
         assert tasks == make_tasks(name)
@@ -45,6 +50,12 @@ def test_tasks_are_stable_and_cover_the_sitemaps():
         for t in tasks:
             assert t["family"] == FAMILY_OF[t["macro"]] and t["start"]["url"].startswith(f"/sites/{name}")
             assert t["check"]["kind"] in ("request", "change", "answer", "clipboard")
+        instructions += [t["instruction"] for t in tasks]
+    assert len(instructions) > 6000
+    assert [(s, text_faults(s)) for s in instructions if text_faults(s)] == []
+    rng = random.Random(5)
+    joined = [_joined(rng.sample(instructions, rng.randint(2, 4))) for _ in range(2000)]
+    assert [(s, text_faults(s)) for s in joined if text_faults(s)] == []
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +108,8 @@ def test_kept_trajectories(run):
         assert (traj["answer"] not in (None, "")) == (task["macro"] in QA_MACROS)
         for k, s in enumerate(traj["steps"], 1):
             assert (d / f"step_{k}.png").exists() and s["memory"] and s["duration"] is not None
+            said = [task["instruction"]] + [s.get(f) for f in ("evaluation_previous_goal", "memory", "next_goal")]
+            assert [(x, text_faults(x)) for x in said if text_faults(x)] == [], d     # the text rows train on
             if "index" in s["params"]:
                 assert s["element"]["control_id"] and str(s["params"]["index"]) in els[str(k)]
 

@@ -405,6 +405,7 @@ def test_site_variants_are_episodes_of_their_own_graded_alike(tmp_path, capsys):
         for k in lines:
             rec = json.loads((out / k / "episode.json").read_text())
             assert rec.get("variant", 0) == lines[k].get("variant", 0) and rec["layout"] == "agent" and rec["steps"]
+            assert len(rec["steps"]) == lines[k]["steps"], k                   # one count of steps, in every file
         table = capsys.readouterr().out.split("variant  units")[1].splitlines()
         assert [row.split()[:3] for row in table[1:3]] == [["0", "2", str(2 * want)], ["1", "2", str(2 * want)]], table
 

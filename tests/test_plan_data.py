@@ -17,6 +17,7 @@ from webmix.world.servers import Servers, free_ports
 from webmix.runs import Worker
 from row_layout import REFERENCE, planner_layout
 from webmix.data.pool import kept, pool_items
+from webmix.data.wording import text_faults
 
 # ── kept trajectories ────────────────────────────────────────────────────────
 # datagen's kept trajectories when it runs here; a few hand-made ones (the same format) as well, so the replay's
@@ -178,6 +179,8 @@ def test_chains_build_valid_rows(tmp_path, items):
             assert name == turn["kind"] == row["op"]
             if name == "delegate": assert params == {"family": turn["family"], "instruction": turn["instruction"]}
             else: assert ep["answer"] is None or str(ep["answer"]) in params["text"]
+            said = [ep["instruction"], target.memory, target.next_goal, params.get("instruction"), params.get("text")]
+            assert [(x, text_faults(x)) for x in said if text_faults(x)] == [], row["step"]     # the text rows train on
             assert target.memory == P.template_memory(ep["turns"], row["step"])
             shots = _screenshots(row)
             assert shots == [f"step_{row['step']}.png"] and (d / shots[0]).stat().st_size > 1000

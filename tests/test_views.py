@@ -1,7 +1,8 @@
 """webmix.views on episodes the real runners wrote (datagen on the shop, one plan-data chain, one evaluation episode
 against the scripted stand-in policy), a malformed folder, the SFT export, verdicts, dashboards, and the EpisodeViewer
 live in JupyterLab, driven in Chromium."""
-import json, os, shutil, signal, subprocess, sys, time, urllib.request
+import base64, json, os, shutil, signal, subprocess, sys, time, urllib.request
+from urllib.parse import urlsplit
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ from PIL import Image
 
 from webmix.views.episodes import ViewError, find_episodes, load_episode, read_json
 from webmix.views.episode_viewer import EpisodeViewer, esc, prompt_html, thumbnail
-from webmix.views.rows import RowsInspector, counts_figure, export_sft, messages_from_hf
+from webmix.views.rows import RowsInspector, counts_figure, export_sft, length_report, load_rows, messages_from_hf
 from webmix.views.verdicts import VerdictInspector, confusion, load_verdicts
 from webmix.views.dashboard import run_dashboard, run_results
 from webmix.world.servers import free_ports
@@ -298,9 +299,13 @@ def test_rows_inspector_and_export_sft_round_trip(episodes, tmp_path):
             assert rec["messages"][-1] == {"role": "assistant", "content": row["target"]}
             for got, want in zip(rec["messages"][:-1], row["messages"], strict=True):
                 for p, q in zip(_parts(got["content"]), _parts(want["content"]), strict=True):
-                    if q.get("type") == "image_url":
-                        assert (out.parent / p["image_url"]["url"]).read_bytes() == (d / q["image_url"]["url"]).read_bytes()
+                    if q.get("type") == "image_url":            # a data URI of the very bytes: a loader needs nothing beside it
+                        head, data = p["image_url"]["url"].split(",", 1)
+                        assert head == "data:image/png;base64" and base64.b64decode(data) == (d / q["image_url"]["url"]).read_bytes()
                     else: assert p == q
+        files = [json.loads(l) for l in export_sft(rows_dir, tmp_path / f"of-{rows_dir.name}", images="file").read_text().splitlines()]
+        urls = [p["image_url"]["url"] for r in files for m in r["messages"] for p in _parts(m["content"]) if p.get("type") == "image_url"]
+        assert urls and all(u.startswith("file:///") and Path(urlsplit(u).path).is_file() for u in urls)   # absolute, there
         # a Hugging Face dataset on disk: the same rows, images embedded, messages back as they were
         hf = datasets.load_from_disk(str(export_sft(rows_dir, tmp_path / f"hf-{rows_dir.name}", format="hf")))
         assert len(hf) == len(originals)
@@ -317,6 +322,12 @@ def test_rows_inspector_and_export_sft_round_trip(episodes, tmp_path):
     # the CLI: the same export, and a one-line refusal of a folder without rows
     p = subprocess.run(["webmix", "export-sft", str(plan), str(tmp_path / "cli")], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and (tmp_path / "cli" / "train.jsonl").read_text() == (tmp_path / "oa-plan" / "train.jsonl").read_text()
+    # how long the rows are, and a warning when a trainer truncating at --max-length would cut them (TRL's default 1024)
+    fig = length_report(load_rows(plan), 1024)[0]
+    assert fig["longest"] > 1024 and "tokens per row" in p.stdout and f"{fig['over']} of {fig['rows']} rows are longer than 1,024" in p.stdout, p.stdout
+    p = subprocess.run(["webmix", "export-sft", str(plan), str(tmp_path / "cli2"), "--max-length", str(fig["longest"])],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "tokens per row" in p.stdout and "warning" not in p.stdout, p.stdout
     p = subprocess.run(["webmix", "export-sft", str(tmp_path / "cli"), str(tmp_path / "x")], capture_output=True, text=True, timeout=120)
     assert p.returncode == 1 and "no rows.jsonl" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 

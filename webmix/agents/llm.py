@@ -7,8 +7,8 @@ webmix's own scripted OpenAI- and Gemini-compatible server, so the HTTP path is 
 __all__ = ['ROLES', 'FORMATS', 'IMAGE_TOKENS', 'MAX_REPLY_CHARS', 'MAX_THOUGHT_CHARS', 'MAX_TYPED_CHARS', 'MAX_PARAM_CHARS',
            'THOUGHT_FIELDS', 'TYPED_PARAMS', 'CredentialsError', 'openai_key', 'gemini_key', 'is_gemini',
            'gemini_contents', 'chat', 'bad_chat_request', 'ScriptExhausted', 'as_message', 'image_tokens',
-           'message_tokens', 'chat_request_from_gemini', 'gemini_response', 'ScriptedServer', 'ReplyOverCap',
-           'reply_over_cap', 'check_reply', 'served_names', 'require_served']
+           'size_tokens', 'message_tokens', 'chat_request_from_gemini', 'gemini_response', 'ScriptedServer',
+           'ReplyOverCap', 'reply_over_cap', 'check_reply', 'served_names', 'require_served']
 
 # %% ../../nbs/agents/01_llm.ipynb #71fa0b25
 import base64, json, math, threading, time, uuid
@@ -199,6 +199,10 @@ def image_tokens(part: dict) -> int:
     if url.startswith("data:image/png;base64,"):
         head = base64.b64decode(url[22:22 + 32] + "==", validate=False)[16:24]
         if len(head) == 8: w, h = int.from_bytes(head[:4], "big") or w, int.from_bytes(head[4:], "big") or h
+    return size_tokens(w, h)
+
+def size_tokens(w: float, h: float) -> int:
+    "Tokens of a `w` x `h` image at high detail: fit in 2048 x 768, then a base and 512-pixel tiles (see above)."
     s = min(1.0, 2048 / max(w, h)); w, h = w * s, h * s
     s = min(1.0, 768 / min(w, h)); w, h = w * s, h * s
     return IMAGE_TOKENS[0] + IMAGE_TOKENS[1] * math.ceil(w / 512) * math.ceil(h / 512)

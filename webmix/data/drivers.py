@@ -6,10 +6,11 @@ next action, looking at the live page the way a model would."""
 # %% auto #0
 __all__ = ['ANY', 'BOX_JS', 'DESCRIBE_JS', 'THUMB_PX', 'CALENDAR_MOVES', 'SIGNATURE', 'DRIVERS', 'DriverError', 'node_text',
            'descriptor', 'event_target', 'css', 'Live', 'step', 'until', 'locate', 'into_view', 'settle', 'finish',
-           'click', 'submit', 'type_into', 'query_holds', 'drag_slider', 'apply_list', 'drive_list', 'drive_count',
-           'drive_report', 'drive_detail', 'drive_copy', 'drive_download', 'drive_upload', 'saved', 'pick_suggestion',
-           'pick_in_calendar', 'fill_fields', 'wizard_step', 'fill_form', 'drive_form', 'drive_delete', 'drive_comment',
-           'drive_login', 'drive_logout', 'drive_nav', 'drive_board', 'drive_signature']
+           'click', 'submit', 'type_into', 'query_holds', 'drag_slider', 'in_words', 'apply_list', 'drive_list',
+           'drive_count', 'drive_report', 'drive_detail', 'drive_copy', 'drive_download', 'drive_upload', 'saved',
+           'pick_suggestion', 'pick_in_calendar', 'fill_fields', 'wizard_step', 'fill_form', 'drive_form',
+           'drive_delete', 'drive_comment', 'drive_login', 'drive_logout', 'drive_nav', 'drive_board',
+           'drive_signature']
 
 # %% ../../nbs/data/03_drivers.ipynb #c20bcf09
 from ..agents import harness as H
@@ -239,6 +240,12 @@ async def drag_slider(lv, t, option, name):
         if lv.arg(name) == str(option["value"]) or float(lv.arg(name) or "nan") == target: return
     raise DriverError(f"the {label} slider never landed on {target:g} (last {lv.arg(name)})")
 
+# %% ../../nbs/data/03_drivers.ipynb #ed0f8ca6
+def in_words(query: dict) -> str:
+    "A list's query as a sentence says it: 'category Electronics and brand Oakline or Brightwell' (no Python repr)."
+    said = lambda v: " or ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+    return " and ".join(f"{k.replace('_', ' ')} {said(v)}" for k, v in query.items()) or "no filter"
+
 # %% ../../nbs/data/03_drivers.ipynb #c4eac0d4
 async def apply_list(lv, t, c_kind, option, q):
     "Apply a list control with its option; waits until the URL carries q."
@@ -285,7 +292,7 @@ async def apply_list(lv, t, c_kind, option, q):
                              f"page {option['page']} is shown", tag="a", **kw): yield s
     else:
         raise DriverError(f"no list routine for control kind {c_kind}")
-    async for s in settle(lv, lambda: query_holds(lv, q), f"the list with {q}"): yield s
+    async for s in settle(lv, lambda: query_holds(lv, q), f"the list with {in_words(q)}"): yield s
 
 # %% ../../nbs/data/03_drivers.ipynb #101d9dc8
 async def drive_list(lv, t):

@@ -27,6 +27,7 @@ from ..world import checks
 from ..config import PLAN_DATA_PORTS, chain_timeout_s, int_list, short
 from ..world.catalog import FAMILY_OF
 from .chains import chain_key, chain_specs, values
+from .wording import continued, mended, sentence
 from ..formats import problems
 from ..world.sites import load_sites
 from .pool import pool_items
@@ -49,9 +50,10 @@ MERGE_ASK = ("Rewrite these requests to a web assistant as ONE natural request t
              "Reply with the merged request only.")
 
 def _joined(instructions) -> str:
-    "The parts' instructions as one request: each a sentence (a question keeps its question mark), joined by 'Then'."
-    sentence = lambda s: s if s.endswith(("?", "!")) else s.rstrip(".") + "."
-    return " Then ".join(sentence(s.strip()) for s in instructions)
+    """The parts' instructions as one request: each a sentence (a question keeps its question mark), joined by 'Then',
+    each after the first going on in lower case ('Then open the Orders page.')."""
+    parts = [sentence(s) for s in instructions]
+    return mended(" Then ".join(parts[:1] + [continued(s) for s in parts[1:]]))
 
 # %% ../../nbs/data/08_plan_data.ipynb #0bfea822
 def _keeps_values(text, instructions) -> bool:

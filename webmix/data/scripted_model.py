@@ -9,6 +9,7 @@ __all__ = ['EVENT_ACTIONS', 'Driver']
 from ..agents import harness as H
 from ..agents import session as HS
 from ..config import short
+from .wording import sentence
 from .drivers import DRIVERS, DriverError, Live, descriptor, event_target, step
 from . import mechanics      # registers the real-web mechanics' drivers in DRIVERS
 
@@ -49,7 +50,7 @@ class Driver:
     def _evaluation(self, s, title=""):
         if s.get("ev"): return s["ev"]
         if not self.steps: return f"Start: the page {title or self.lv.path} is open."
-        return f"Success: {self.steps[-1]['after'] or 'the last action went through'}."
+        return sentence(f"Success: {self.steps[-1]['after'] or 'the last action went through'}")
 
     async def respond(self, messages, output_format):
         sm = self.lv.selector_map

@@ -16,7 +16,7 @@ from werkzeug.datastructures import MultiDict
 
 from ..world.catalog import FAMILY_OF
 from ..world.forms import list_query
-from .wording import TEMPLATES, lower_label, quoted, singular
+from .wording import TEMPLATES, lower_label, mended, quoted, singular
 
 # %% ../../nbs/data/02a_task_context.ipynb #1049e441
 def _db(site):
@@ -90,11 +90,10 @@ class Ctx:
         seq = list(seq)
         return self.rng.choice(seq) if seq else None
     def say(self, macro_or_key, **kw):
-        "One of the macro's instruction templates, filled (a value's own final stop is not doubled)."
+        "One of the macro's instruction templates, filled, as a person writes it (`wording.mended`)."
         tpl = self.rng.choice(TEMPLATES[macro_or_key])
         kw = {k: quoted(v) if k in ("title", "value", "target") and f'"{{{k}}}"' not in tpl else v for k, v in kw.items()}
-        text = tpl.format(**kw)
-        return re.sub(r'([.!?])(["”]?)[.]$', r"\1\2", text)
+        return mended(tpl.format(**kw))
 
 # %% ../../nbs/data/02a_task_context.ipynb #bdec8e64
 MID_SHARE = 0.3          # share of list-page tasks that start mid-chain, after a prefix macro
@@ -112,7 +111,7 @@ def make_task(ctx, instruction, url, option, check, prefix=None, verifier=None, 
     c = ctx.c
     start = {"kind": "mid_chain" if prefix else "fresh", "url": url, "keep": bool(prefix), "prefix": prefix}
     return {"task_id": task_id(ctx.site.name, macro, c["control_id"], option, start), "site": ctx.site.name,
-            "macro": macro, "family": FAMILY_OF[macro], "instruction": instruction, "start": start,
+            "macro": macro, "family": FAMILY_OF[macro], "instruction": mended(instruction), "start": start,
             "control": {"control_id": c["control_id"], "role": c.get("role"), "prep": {}, "kind": c["kind"],
                         "page": c["page"], "label": c.get("label", "")},
             "option": option, "scope": list(scope if scope is not None else c.get("tables") or []),

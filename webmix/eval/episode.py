@@ -6,8 +6,8 @@ timeout, its histories and screenshots, the requests it sent and the rows made o
 # %% auto #0
 __all__ = ['ADAPTER_OF_FAMILY', 'STAND_IN', 'KEPT_FILES', 'ROW_FAMILY', 'sub_model', 'stand_in_at', 'task_file_text',
            'files_at_hand', 'histories', 'held_agents', 'partial_history', 'final_screenshot', 'save_screenshots',
-           'dumped_items', 'step_record', 'agent_steps', 'with_usage', 'agent_episode', 'kept_files', 'record_requests',
-           'prompt_line', 'step_op', 'without_text', 'episode_rows', 'load_results']
+           'dumped_items', 'step_record', 'is_model_step', 'model_steps', 'agent_steps', 'with_usage', 'agent_episode',
+           'kept_files', 'record_requests', 'prompt_line', 'step_op', 'without_text', 'episode_rows', 'load_results']
 
 # %% ../../nbs/eval/00_episode.ipynb #50618437
 import asyncio, base64, copy, hashlib, json, shutil, time
@@ -132,10 +132,18 @@ def step_record(n: int, item: dict, screenshot, t1, model) -> StepRecord:
                       next_goal=mo.get("next_goal") or "")
 
 # %% ../../nbs/eval/00_episode.ipynb #38082320
+def is_model_step(item: dict) -> bool:
+    "Is a dumped history item a step the model took (not browser-use's own opening navigation, step 0)?"
+    return bool(item.get("model_output")) and (item.get("metadata") or {}).get("step_number") != 0
+
+def model_steps(hist) -> int:
+    "How many steps the model took in an episode's histories: the count episode.json's `steps` lists."
+    return sum(is_model_step(it) for _, it in dumped_items(hist))
+
 def agent_steps(items: list, shot_of, models=()) -> list:
     """The model's steps among `items` (`dumped_items`) as StepRecords: `shot_of(key, item)` names a step's screenshot,
     `models[i]` is the model of step i. browser-use's own opening navigation (step 0) is no model step."""
-    steps = [(k, it) for k, it in items if it.get("model_output") and (it.get("metadata") or {}).get("step_number") != 0]
+    steps = [(k, it) for k, it in items if is_model_step(it)]
     out = []
     for i, (k, it) in enumerate(steps):
         t1 = (steps[i + 1][1].get("metadata") or {}).get("step_start_time") if i + 1 < len(steps) else None

@@ -33,6 +33,7 @@ from ..records import HumanTask, TaskFileError, as_task, family_of, is_masked, w
 from ..folders import results_frame, variant_table
 from ..agents.harness import run_within
 from .episode import (ADAPTER_OF_FAMILY, episode_rows, files_at_hand, final_screenshot, histories, held_agents,
+                                 model_steps,
                                  load_results, partial_history, prompt_line, record_requests, save_screenshots, STAND_IN, stand_in_at, sub_model,
                                  task_file_text, agent_episode, agent_steps, dumped_items, kept_files, with_usage)
 from ..episode_layout import EpisodeRecord, write_episode
@@ -364,7 +365,7 @@ async def run_episode(unit, worker) -> dict:
     _save(unsaved, "grade_inputs.json", lambda: (ep / "grade_inputs.json").write_text(json.dumps(g, default=str)))
     ok, detail, grade_error = grade_episode(task, g)
     res.update(ok=ok, detail=detail, cause=episode_cause(task, ok, detail, g, grade_error),
-               steps=sum(len(h.history) for h in histories(hist)), answer=answer, done=bool(hist.is_done()),
+               steps=model_steps(hist), answer=answer, done=bool(hist.is_done()),
                models=[t.get("model") for t in router.trace], gates=sum(bool(t.get("gated")) for t in router.trace),
                screenshots=len(shots := _save(unsaved, "screen_N.png", lambda: save_screenshots(hist, ep), {})))  # a timed-out one's too
     res.update(tokens := call_totals(calls, parse_prices(o.price)))

@@ -33,7 +33,7 @@ from ..config import check_folder_name, json_lines, short
 from ..records import OnlineTask, TaskFileError, as_task, failure_class, site_of
 from ..agents.harness import run_within
 from ..agents.calls import CallTotals, call_totals, parse_prices, start_episode
-from .episode import (agent_episode, agent_steps, dumped_items, episode_rows, final_screenshot, histories,
+from .episode import (agent_episode, agent_steps, dumped_items, model_steps, episode_rows, final_screenshot, histories,
                                  held_agents, kept_files, load_results, partial_history, record_requests, sub_model,
                                  task_file_text)
 from ..config import write_json_atomic
@@ -375,7 +375,7 @@ def save_episode(ep: Path, task, got: dict, o, status: str, error=None, hint=Non
         try: got["planner"].save_to_file(ep / "planner_history.json")
         except Exception: pass
     write_json_atomic(ep / EPISODE_FILE, online_record(ep, task, o, got, shots, hint))
-    return {"steps": sum(len(h.history) for h in got["hists"]), "actions": len(actions),
+    return {"steps": model_steps(SimpleNamespace(hists=got["hists"])), "actions": len(actions),
             "screenshots": len(list(traj.glob("*_full_screenshot.png"))), "answer": short(answer, 500) if answer else None}
 
 # %% ../../nbs/eval/03_online.ipynb #9113d768

@@ -16,17 +16,23 @@ class ExportOptions:
     "export: which rows, into which folder, in which format"
     rows_dir: str = option(help="a folder with rows.jsonl files (a chain, a plan-data run, an evaluation run)", positional=True)
     out: str = option(help="the output folder", positional=True)
-    format: str = option("openai", "openai: out/train.jsonl with images in out/images/; hf: a datasets dataset saved to disk",
+    format: str = option("openai", "openai: out/train.jsonl (OpenAI chat records); hf: a datasets dataset saved to disk",
                          choices=("openai", "hf"))
+    images: str = option("data", "openai: each image as a data URI inside its record (data), or as the absolute file URI "
+                                 "of its copy in out/images/ (file)", choices=("data", "file"))
+    max_length: int = option(1024, "warn about rows longer than this many tokens (estimated), as a trainer that truncates "
+                                   "there would cut their targets; 1024 is TRL's SFTConfig.max_length default")
 
 # %% ../../nbs/views/90_options.ipynb #753f339c
 def export_cmd(o: ExportOptions) -> int:
-    "Write the rows under o.rows_dir to o.out as SFT data; a folder that holds no valid rows is one line."
+    "Write the rows under o.rows_dir to o.out as SFT data, then how long they are; a folder that holds no valid rows is one line."
     from webmix.views.episodes import ViewError
-    from webmix.views.rows import export_sft, load_rows
-    try: out = export_sft(o.rows_dir, o.out, o.format)
+    from webmix.views.rows import export_sft, length_report, load_rows
+    try: out = export_sft(o.rows_dir, o.out, o.format, o.images)
     except ViewError as e: raise SystemExit(f"webmix export-sft: {e}") from None
-    print(f"webmix export-sft: {len(load_rows(o.rows_dir))} rows -> {out}")
+    rows = load_rows(o.rows_dir)
+    print(f"webmix export-sft: {len(rows)} rows -> {out}")
+    for line in length_report(rows, o.max_length)[1]: print(f"webmix export-sft: {line}")
     return 0
 
 # %% ../../nbs/views/90_options.ipynb #0ef4ea22

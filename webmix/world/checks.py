@@ -103,7 +103,7 @@ def _request_misses(check, e) -> list:
 
 # %% ../../nbs/world/03_checks.ipynb #9b0089dc
 def _show_request(e) -> str:
-    q = "&".join(f"{k}={v}" for k, v in (e.get("query") or {}).items())
+    q = "&".join(f"{k}={x}" for k, v in (e.get("query") or {}).items() for x in (v if isinstance(v, list) else [v]))   # brand=A&brand=B
     return (f"{e.get('method')} {e.get('path')}" + (f"?{q}" if q else "") + (f" form {show(e['form'], 120)}" if e.get("form") else "")
             + (f" [{e['status']}]" if e.get("status") else ""))
 
