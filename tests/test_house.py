@@ -121,7 +121,7 @@ def test_the_python_api_says_an_unknown_name_or_a_missing_run_in_one_line():
     from webmix.data.tasks import all_tasks
     from webmix.eval.episode import load_results
     assert all_tasks("shop, bank", ["open_detail"]) == all_tasks(["shop", "bank"], ["open_detail"]) != []
-    for sites, macros, said in (("shopp", None, "unknown site shopp (there are: "), (["shop"], "nosuch", "unknown macro nosuch (there are: ")):
+    for sites, macros, said in (("shopp", None, "unknown site shopp; did you mean shop? (there are: "), (["shop"], "nosuch", "unknown macro nosuch (there are: ")):
         with pytest.raises(KeyError) as e: all_tasks(sites, macros)
         assert str(e.value).startswith(said) and "\n" not in str(e.value)
     with pytest.raises(FileNotFoundError, match="no run folder or results file at"): load_results(ROOT / "data" / "no-such-run")

@@ -8,7 +8,7 @@ __all__ = ['option', 'flag_type', 'flag_of', 'check_ranges', 'record_of', 'decid
            'add_command', 'parser', 'BadOptions', 'run_command']
 
 # %% ../nbs/01b_command.ipynb #883b9a5a
-import argparse, importlib, math, sys, types
+import argparse, difflib, importlib, math, re, sys, types
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 
 from . import config
@@ -150,18 +150,28 @@ class Command:
 
 # %% ../nbs/01b_command.ipynb #59055cbd
 class DefaultsHelp(argparse.RawDescriptionHelpFormatter):
-    "An option's help ends with its default, when it has one the help does not already state; the example keeps its lines."
+    """An option's help ends with its default, when it has one the help does not already state and the option is not
+    required; the example keeps its lines."""
     def _get_help_string(self, action):
         text, d = action.help or "", action.default
-        if not action.option_strings or d is None or d is False or d == argparse.SUPPRESS or "default" in text: return text
+        if not action.option_strings or action.required or d is None or d is False or d == argparse.SUPPRESS or "default" in text: return text
         return f"{text} (default: {','.join(map(str, d)) if isinstance(d, (list, tuple)) else d})"
 
 # %% ../nbs/01b_command.ipynb #5fd8cb4e
 class CommandParser(argparse.ArgumentParser):
-    "Every command's parser (sub-commands' too): defaults in the help, a usage error in one line."
+    "Every command's parser (sub-commands' too): defaults in the help, a usage error in one line (a misspelled command with the nearest)."
     def __init__(self, *args, **kw): super().__init__(*args, **{"formatter_class": DefaultsHelp, **kw})
     def error(self, message):
-        self.exit(2, f"{self.prog}: {message} (--help lists the options)\n")
+        self.exit(2, f"{self.prog}: {_said(message)} (--help lists the options)\n")
+
+def _said(message: str) -> str:
+    "argparse's message as a person says it: a misspelled command named with the nearest ones (argparse 3.11 has none)."
+    m = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if not m or m.group(1) not in ("COMMAND", "SUBCOMMAND"): return message
+    choices = re.findall(r"'([^']*)'", m.group(3))
+    near = difflib.get_close_matches(m.group(2), choices, n=2)
+    return (f"no command {m.group(2)!r}" + (f"; did you mean {' or '.join(map(repr, near))}?" if near else "")
+            + f" (the commands: {', '.join(choices)})")
 
 # %% ../nbs/01b_command.ipynb #8dddefc6
 def group_title(cls) -> str:
@@ -174,7 +184,7 @@ def add_command(sub, cmd: Command, depth: int = 0):
     p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help,
                        epilog=f"example:\n  {cmd.example}" if cmd.example else None)
     if cmd.sub:
-        s = p.add_subparsers(dest=f"_sub{depth}", required=True, parser_class=CommandParser)
+        s = p.add_subparsers(dest=f"_sub{depth}", required=True, parser_class=CommandParser, metavar="SUBCOMMAND")
         for c in cmd.sub: add_command(s, c, depth + 1)
         return p
     taken = set()
@@ -193,7 +203,7 @@ def parser(commands, prog="webmix", description=None, version=None) -> CommandPa
     "The parser of `commands`, each a sub-command (and `--version` printing `version`, when given)."
     ap = CommandParser(prog=prog, description=description)
     if version: ap.add_argument("--version", action="version", version=f"{prog} {version}")
-    sub = ap.add_subparsers(dest="_cmd", required=True, parser_class=CommandParser)
+    sub = ap.add_subparsers(dest="_cmd", required=True, parser_class=CommandParser, metavar="COMMAND")
     for cmd in commands: add_command(sub, cmd)
     return ap
 

@@ -15,7 +15,7 @@ __all__ = ['PKG_DIR', 'SITES_DIR', 'TEMPLATES_DIR', 'STATIC_DIR', 'SCHEMAS_DIR',
            'at_exit', 'setup_env']
 
 # %% ../nbs/00_config.ipynb #048a030b
-import json, os
+import difflib, json, os
 from functools import cache
 from pathlib import Path
 
@@ -126,10 +126,13 @@ class UnknownName(KeyError):
     def __str__(self): return str(self.args[0])          # a KeyError's own str would quote the whole message
 
 def check_names(kind: str, asked, known) -> list:
-    "`asked` (a list, one comma-separated string, or None: none) as a list when each is in `known`; else UnknownName, in one line."
+    "`asked` (a list, one comma-separated string, or None: none) as a list when each is in `known`; else UnknownName, in one line naming the nearest known ones."
     names = comma_list(asked) if isinstance(asked, str) else list(asked or [])
     bad = [str(n) for n in names if n not in known]
-    if bad: raise UnknownName(f"unknown {kind} {', '.join(bad)} (there are: {', '.join(sorted(known))})")
+    if bad:
+        near = [m for b in bad for m in difflib.get_close_matches(b, list(known), n=2)]
+        raise UnknownName(f"unknown {kind} {', '.join(bad)}" + (f"; did you mean {' or '.join(near)}?" if near else "")
+                          + f" (there are: {', '.join(sorted(known))})")
     return names
 
 # %% ../nbs/00_config.ipynb #3f8b18d1

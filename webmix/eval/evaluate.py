@@ -8,7 +8,7 @@ __all__ = ['REASONING', 'MAX_GATES', 'EVAL_KINDS', 'READ_S', 'MISSING', 'JS_MARK
            'premature', 'router_note', 'gate_done', 'Routed', 'load_tasks', 'human_tasks', 'history_actions',
            'session_lost', 'masked_cause', 'grade', 'write_rows', 'EvalLine', 'line_schema', 'unit_key', 'unit_fields',
            'episode_record', 'finished_record', 'grade_episode', 'episode_cause', 'run_episode', 'requested_models',
-           'check_served', 'run_evaluate', 'outcome', 'outcomes', 'pd_series', 'counted', 'coverage', 'js_arms_named',
+           'check_served', 'run_evaluate', 'outcomes', 'pd_series', 'counted', 'coverage', 'js_arms_named',
            'success_table', 'by_site', 'effort', 'tokens_by_arm', 'run_summary', 'tally', 'serve_cmd']
 
 # %% ../../nbs/eval/01_evaluate.ipynb #12f1e68a
@@ -32,6 +32,7 @@ from ..agents.calls import CallTotals, call_totals, parse_prices, start_episode
 from ..records import HumanTask, TaskFileError, as_task, family_of, is_masked, with_variants
 from ..folders import results_frame, variant_table
 from ..agents.harness import run_within
+from ..report import MARKS, outcome, write_summary
 from .episode import (ADAPTER_OF_FAMILY, episode_rows, files_at_hand, final_screenshot, histories, held_agents,
                                  model_steps,
                                  load_results, partial_history, prompt_line, record_requests, save_screenshots, STAND_IN, stand_in_at, sub_model,
@@ -436,6 +437,7 @@ def run_evaluate(tasks, out, progress=True, args=None, options: EvalOptions | No
                    progress=progress, desc=f"evaluate {opts.arm}", **engine)
     lines = runs.latest(runs.read_results(out))         # read once: the folder's summary printed, this call's returned
     if progress and lines: print(run_summary(results_frame(lines.values())), flush=True)
+    if lines: write_summary(out)                        # summary.md: the tables `webmix report <out>` prints
     keys = {unit_key(u) for u in units}
     mine = results_frame([r for k, r in lines.items() if k in keys])
     mine.attrs["summary"] = tally(mine)
@@ -444,12 +446,6 @@ def run_evaluate(tasks, out, progress=True, args=None, options: EvalOptions | No
 MISSING = "-"           # a table cell no episode stands behind
 
 # %% ../../nbs/eval/01_evaluate.ipynb #ed426323
-def outcome(ok, masked=False) -> str:
-    "A line's outcome: 'masked' (an infrastructure failure), else by its `ok`: 'ok', 'failed', or 'ungraded' (None, or pandas' NaN for it)."
-    if masked is not None and masked == True: return "masked"      # noqa: E712  True, or numpy's True
-    if ok is None or (isinstance(ok, float) and ok != ok): return "ungraded"
-    return "ok" if bool(ok) else "failed"
-
 def outcomes(df):
     "The outcome of every line of `df` (a Series of `outcome`'s words)."
     masked = df["masked"] if "masked" in df else [False] * len(df)
@@ -475,8 +471,7 @@ def coverage(df) -> str:
 def _ok_of(g) -> str: return f"{int(g.astype(bool).sum())}/{len(g)}"
 
 # %% ../../nbs/eval/01_evaluate.ipynb #dfdd520a
-JS_MARK = " (--allow-js)"
-STAND_IN_MARK = f" ({STAND_IN})"
+JS_MARK, STAND_IN_MARK = (mark for _, mark in MARKS)
 
 def js_arms_named(df):
     """`df` with the arm of each line named for what it ran with: 'base (--allow-js)' when the agent had JavaScript of

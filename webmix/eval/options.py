@@ -107,8 +107,8 @@ class EvalTasks:
     human_macros: tuple | None = option(None, "--human: only tasks with one of these macros")
     task_ids: tuple | None = option(None, "only these task ids")
     regrade: str | None = option(None, "an earlier run folder: grade it again from its grade_inputs.json")
-    resume: bool = option(False, "finish the run in --out (every run does: an episode with a line is not run again)")
-    verifier_only: bool = option(False, "grade with the backend check and the verifier only (always so here)")
+    resume: bool = option(False, "only finish the run already in --out: refused when --out holds none (without it, a run "
+                                 "starts in a new --out and resumes in one that holds a run: an episode with a line is not run again)")
 
 # %% ../../nbs/eval/90_options.ipynb #aa2f8671
 def eval_tasks(sel: EvalTasks) -> list:
@@ -132,11 +132,13 @@ def evaluate_cmd(o: EvalOptions, sel: EvalTasks, run: RunOptions) -> int:
     from webmix.eval.regrade import regrade, regrade_line
     from webmix.folders import task_selection
     use_sites_dir(run)
+    if sel.resume and not any((Path(run.out) / f).is_file() for f in ("manifest.json", "results.jsonl")):
+        raise SystemExit(f"webmix evaluate: --resume: {run.out} holds no run to resume (leave --resume out to start one)")
     tasks = eval_tasks(sel)
     if sel.regrade:
         print(regrade_line(regrade(tasks, sel.regrade, into=run.out), sel.regrade))
         return 0
-    args = {**command_args(sel, o, run), "selection": task_selection(sel, skip=("regrade", "resume", "verifier_only"))}
+    args = {**command_args(sel, o, run), "selection": task_selection(sel, skip=("regrade", "resume"))}
     try: run_evaluate(tasks, run.out, options=o, args=args, seed=run.seed, **run.engine("timeout"))
     except runs.RunRefused as e: raise SystemExit(f"webmix evaluate: {e}")
     return 0
