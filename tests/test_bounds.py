@@ -128,7 +128,7 @@ def test_an_action_that_ignores_its_cancellation_is_abandoned_after_the_grace(tm
             return ActionResult(extracted_content="waited")
         tools.registry.registry.actions["wait"].function = stuck
         return tools
-    monkeypatch.setattr(HA, "make_tools", stuck_tools)
+    monkeypatch.setattr(H, "make_tools", stuck_tools)          # what acting_agent makes every episode's tools with
     respond, asked = scripted(step({"scroll": {"down": True, "pages": 0.5}}), step({"wait": {"seconds": 3}}))
     line, ep, took = run(tmp_path, respond, timeout=15.0)
     assert line["cause"] == "timeout after 15s" and line["ok"] is False, line

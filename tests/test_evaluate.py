@@ -116,6 +116,12 @@ def test_gating_rescues_premature_dones_and_rows_are_the_sent_requests(tmp_path)
         df = E.load_results(out)
         ok[gate] = int(df["ok"].sum())
     assert ok[True] > ok[False], ok
+    # the viewer marks the step whose done the router gated, and shows each step's tokens
+    from webmix.views.episodes import GATED, load_episode
+    from webmix.views.episode_viewer import step_html
+    gated = [(ep, s) for k in df["task_id"] for ep in [load_episode(out / k)] for s in ep.steps if s.gated == GATED]
+    assert len(gated) == int(df["gates"].sum()) > 0 and "(--gate-done)" in step_html(*gated[0]), int(df["gates"].sum())
+    assert all(s.usage and "prompt" in step_html(ep, s) for ep, s in gated)
     passed = df[df["ok"]]
     assert len(passed) and all((out / k / "rows.jsonl").exists() for k in passed["task_id"])
     assert not any((out / k / "rows.jsonl").exists() for k in df[~df["ok"]]["task_id"])

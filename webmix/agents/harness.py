@@ -6,7 +6,8 @@
 # %% auto #0
 __all__ = ['KEEP_UNITS', 'RUN_GRACE_S', 'CHAT_FAILURES', 'AGENT_KWARGS', 'has_screenshot', 'screenshot_png', 'with_screenshot',
            'fresh_state', 'do_not_keep', 'run_within', 'clear_clipboard', 'KeptBrowser', 'browser', 'ScriptedChat',
-           'chat_failure', 'stopped_on_failure', 'make_llm', 'drop_agent_folders', 'prose_url', 'instruction']
+           'chat_failure', 'stopped_on_failure', 'make_llm', 'drop_agent_folders', 'prose_url', 'instruction',
+           'acting_agent']
 
 # %% ../../nbs/agents/02_harness.ipynb #d34689c6
 import asyncio, base64, inspect, json, shutil
@@ -17,7 +18,7 @@ from urllib.parse import urlsplit
 from .offline import Agent, ChatInvokeCompletion, ContentPartImageParam, ContentPartTextParam, ImageURL
 from .session import (ROUTER_NOTES, close_session, enable_clipboard, evaluate, goto, make_session,
                                    new_miniweb_session, session_flags, start_url)
-from .actions import use_normalized_coordinates
+from .actions import excluded_actions, make_tools, use_normalized_coordinates
 from ..config import MAX_STEPS            # runners use H.MAX_STEPS, H.Agent
 from .llm import MAX_TYPED_CHARS, ReplyOverCap, check_reply, openai_key   # runners use H.MAX_TYPED_CHARS
 from .calls import instrument
@@ -323,3 +324,12 @@ def prose_url(url: str) -> str:
 def instruction(prompt: str, start: str) -> str:
     "The task text an agent gets: the prompt, then the page it starts on."
     return f"{prompt.strip()}\nYou start on {prose_url(start)}"
+
+# %% ../../nbs/agents/02_harness.ipynb #03bcb3ad
+def acting_agent(prompt: str, start: str, llm, bs, files=(), allow_js: bool = False, **kw):
+    "The browser-use Agent an episode acts through (see above); `kw` overrides or adds Agent settings."
+    agent = Agent(task=instruction(prompt, start), llm=llm, browser_session=bs,
+                  tools=make_tools(exclude=excluded_actions(allow_js)), available_file_paths=list(files), max_failures=3,
+                  **{**AGENT_KWARGS, **kw})
+    use_normalized_coordinates(bs)
+    return agent

@@ -20,10 +20,10 @@ from ..world.variants import MAX_VARIANT
 from ..records import VARIANT_MARK, Task, TaskFileError, as_task, on_variant
 from ..agents import harness as H
 from ..agents import session as HS
-from ..agents.actions import excluded_actions, make_tools, use_normalized_coordinates
+from ..agents.actions import excluded_actions
 from ..episode_layout import write_episode
 from ..eval.episode import agent_episode, agent_steps, dumped_items, final_screenshot, kept_files, save_screenshots
-from ..eval.evaluate import episode_cause, grade_episode, history_actions, human_tasks, masked_cause
+from ..eval.evaluate import episode_cause, grade_episode, human_tasks, masked_cause, open_episode, read_evidence
 from .records import ACTION_NAMES, Element, EnvError, Observation, StepResult, Verification
 
 # %% ../../nbs/env/01_session.ipynb #171d8da3
@@ -178,19 +178,18 @@ async def _reset(self, task, variant=None, seed=None) -> Observation:
         self._stack = AsyncExitStack()
         try:
             self.bs = await self._stack.enter_async_context(H.browser(keep=self.keep, run_dir=self.ep / "_tmp"))
-            prompt, self.start = await asyncio.wait_for(self.task.prepare(HS.BrowserPage(self.bs, self.base)), 60)
+            prompt, self.start, files = await open_episode(self.task, HS.BrowserPage(self.bs, self.base), self.ep)
             break
         except Exception as e:
             await self._release(keep_folder=attempt == 1)
             if attempt == 2 or "URLError" in runs.describe(e) or "Connection refused" in runs.describe(e):
                 raise EnvError("miniweb" if "URL" in runs.describe(e) or "refused" in runs.describe(e) else "browser",
                                f"the session could not start: {runs.describe(e)}") from None
-    files = self.files = self.task.write_files(self.ep / "_files")
-    self.agent = H.Agent(task=H.instruction(prompt, self.start), llm=H.ScriptedChat(self._respond, model="env client"),
-                         browser_session=self.bs, tools=make_tools(exclude=excluded_actions(self.allow_js)),
-                         available_file_paths=files, max_failures=3, max_actions_per_step=1, directly_open_url=False,
-                         llm_timeout=10**6, step_timeout=10**6, **H.AGENT_KWARGS)
-    use_normalized_coordinates(self.bs)
+    self.files = files
+    # the agent evaluate's episodes act through, its model the client: one action a step, no time limit of its own
+    self.agent = H.acting_agent(prompt, self.start, H.ScriptedChat(self._respond, model="env client"), self.bs, files,
+                                self.allow_js, max_actions_per_step=1, directly_open_url=False, llm_timeout=10**6,
+                                step_timeout=10**6)
     self._ask = asyncio.get_running_loop().create_future()
     self._run = asyncio.create_task(self.agent.run(max_steps=self.max_steps, on_step_start=self._step_start,
                                                    on_step_end=self._step_end))
@@ -306,11 +305,9 @@ EnvSession.info = info
 
 # %% ../../nbs/env/01_session.ipynb #2f264b48
 async def _grade_inputs(self, answer) -> dict:
-    page = HS.BrowserPage(self.bs, self.base)
-    try: self._seen.append(await asyncio.wait_for(HS.seen(self.bs), 10))
-    except Exception: pass
-    hist = self.agent.history if self.agent else None
-    return await asyncio.wait_for(self.task.grade_inputs(page, answer, self._seen, history_actions(hist) if hist else []), 30)
+    "What the task's grade reads now, as evaluate reads it (`read_evidence`)."
+    return await read_evidence(self.task, HS.BrowserPage(self.bs, self.base), answer, self._seen,
+                               self.agent.history if self.agent else None)
 
 def evidence_of(g: dict) -> dict:
     "How much evidence a grade read (a verification's `evidence`)."
@@ -320,10 +317,8 @@ def evidence_of(g: dict) -> dict:
 async def _verify(self) -> Verification:
     if self.task is None: raise EnvError("bad_request", "reset the session before verifying it")
     self._touch()
-    if self.done: g = self._g
-    else:
-        try: g = await self._grade_inputs(self._answer)
-        except Exception as e: raise EnvError("miniweb", f"the session's evidence could not be read: {runs.describe(e)}") from None
+    g = self._g if self.done else await self._grade_inputs(self._answer)
+    if not self.done and g.get("error"): raise EnvError("miniweb", f"the session's evidence could not be read: {g['error']}")
     ok, detail, err = grade_episode(self.task, g)
     if err: raise EnvError("internal", f"the grader failed: {err}")
     return Verification(reward=float(bool(ok)), passed=ok, detail=str(detail)[:2000], evidence=evidence_of(g))
@@ -338,8 +333,7 @@ async def _end(self, ended_by: str) -> Observation:
     hist = self.agent.history
     self._answer = hist.final_result() if ended_by == "done" else None
     await self._stop_agent()
-    try: self._g = await self._grade_inputs(self._answer)
-    except Exception as e: self._g = {"base": self.base, "answer": self._answer, "seen": self._seen, "error": runs.describe(e)}
+    self._g = await self._grade_inputs(self._answer)
     if ended_by == "timeout": self._g["timed_out"] = self.timeout
     ok, self._detail, self._grade_error = grade_episode(self.task, self._g)
     self.passed, self.reward = ok, float(bool(ok))
@@ -388,7 +382,8 @@ def _save(self) -> Path:
     try: hist.save_to_file(ep / "history.json")
     except Exception: pass
     steps = agent_steps(dumped_items(hist), lambda k, it: shots.get(k))
-    write_episode(ep, agent_episode(self.task.record(), "env", steps, start=self.start, answer=self._answer, files=kept_files(ep),
+    write_episode(ep, agent_episode(self.task.record(), "env", steps, start=self.start, family=self.task.success_family(),
+                                    answer=self._answer, files=kept_files(ep),
                                     final_screenshot="final.png" if (ep / "final.png").is_file() else None))
     shutil.rmtree(ep / "_files", ignore_errors=True); shutil.rmtree(ep / "_tmp", ignore_errors=True)
     dest = self.out / self.key

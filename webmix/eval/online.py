@@ -23,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import runs
 from ..agents import harness as H
-from ..agents import actions as HA
 from ..agents.actions import agent_actions, excluded_actions
 from ..agents import offline as HO
 from ..agents import session as HS
@@ -253,9 +252,8 @@ async def act(task, o, bs, held, kept, hint=None) -> dict:
         return {"hists": histories(hist), "planner": ph, "answer": hist.final_result(), "done": bool(ph.is_done())}
     llm = H.make_llm(o.model, o.vllm, temperature=o.temperature)
     if o.record_rows: record_requests(llm, kept)
-    agent = held["agent"] = H.Agent(task=H.instruction(acting_text(task, hint), task.website), llm=llm, browser_session=bs,
-                                    tools=HA.make_tools(exclude=excluded_actions(o.allow_js)), max_failures=3, directly_open_url=False, **H.AGENT_KWARGS)
-    HA.use_normalized_coordinates(bs)
+    agent = held["agent"] = H.acting_agent(acting_text(task, hint), task.website, llm, bs, allow_js=o.allow_js,
+                                           directly_open_url=False)
     h = await agent.run(max_steps=task.field("max_steps") or o.max_steps, on_step_start=lambda a: HS.enable_clipboard(bs, a))
     return {"hists": [h], "planner": None, "answer": h.final_result(), "done": bool(h.is_done())}
 

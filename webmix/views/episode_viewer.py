@@ -6,8 +6,8 @@ static page."""
 
 # %% auto #0
 __all__ = ['THUMB_WIDTH', 'NOTE_STYLE', 'ZOOMS', 'STEPPER_JS', 'PAGE_PROMPT_CHARS', 'thumbnail', 'shot', 'esc', 'screens_html',
-           'full_html', 'prompt_html', 'step_html', 'verdict_html', 'header_html', 'episode_html', 'error_html',
-           'StaticHTML', 'StepViewer', 'run_list_line', 'EpisodeViewer']
+           'full_html', 'prompt_html', 'usage_text', 'step_html', 'verdict_html', 'header_html', 'episode_html',
+           'error_html', 'StaticHTML', 'StepViewer', 'run_list_line', 'EpisodeViewer']
 
 # %% ../../nbs/views/02_episode_viewer.ipynb #720ffcc9
 import base64, html, io, json, uuid
@@ -144,14 +144,26 @@ def prompt_html(s: Step, limit: int | None = None, images: bool = True) -> str:
                    f"({len(req.get('messages') or [])} messages)</summary>{''.join(body)}</details>")
     return "".join(out)
 
+# %% ../../nbs/views/02_episode_viewer.ipynb #c0a6d508
+def usage_text(u: dict | None) -> str:
+    "A step's model call in one line (episode.json's `usage`): prompt tokens (cached), completion tokens, seconds, whether the cache answered."
+    if not u: return ""
+    bits = [f"{u.get('prompt_tokens') or 0:,} prompt" + (f" ({u['cached_tokens']:,} cached)" if u.get("cached_tokens") else ""),
+            f"{u.get('completion_tokens') or 0:,} completion"]
+    if u.get("seconds"): bits.append(f"{u['seconds']:.1f} s")
+    if u.get("cache_hit"): bits.append("answered by the response cache")
+    return " · ".join(bits)
+
 # %% ../../nbs/views/02_episode_viewer.ipynb #90393afb
 def step_html(ep: Episode, s: Step, limit: int | None = None, images: bool = True) -> str:
     """Everything about step `s` but its screenshots: action, element, memory, goals, the prompt (`prompt_html`, its
     messages cut at `limit`), the raw reply, the backend's record."""
     el = esc(s.element) if s.element else "<i>none</i>"
     box = "" if (s.box or s.point) else f" <span style='color:#777'>(no box drawn: {esc(ep.box_note)})</span>"
-    rows = [("action", f"<code class='wm-action'>{esc(s.action)}</code>"), ("element", el + box),
-            ("url", esc(s.url)), ("model", esc(s.model)), ("evaluation", esc(s.evaluation)),
+    rows = [("gated", f"<b style='color:#9a6700'>{esc(s.gated)}</b>" if s.gated else ""),
+            ("action", f"<code class='wm-action'>{esc(s.action)}</code>"),
+            ("error", f"<span style='color:#cf222e'>{esc(s.error)}</span>" if s.error else ""), ("element", el + box),
+            ("url", esc(s.url)), ("model", esc(s.model)), ("tokens", esc(usage_text(s.usage))), ("evaluation", esc(s.evaluation)),
             ("memory", esc(s.memory)), ("next goal", esc(s.next_goal))]
     table = "".join(f"<tr><th style='text-align:left;vertical-align:top;padding-right:1em'>{k}</th><td style='text-align:left'>{v}</td></tr>"
                     for k, v in rows if v)
