@@ -2,7 +2,7 @@
 command line parses every command's options without loading a runner.
 
 The layers, lowest first: settings, file formats and options records; the MiniWeb world; typed records and run
-folders; the agent runtime; the run engine (its workers hold the agents' browsers); data generation; evaluation;
+folders and reports; the agent runtime; the run engine (its workers hold the agents' browsers); data generation; evaluation;
 the viewers; the main job and the command line."""
 import ast, subprocess, sys
 from pathlib import Path
@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "webmix"
 # lowest first; a module may import from its own layer and the layers below it
-LAYERS = [("webmix.config", "webmix.formats", "webmix.command"), ("webmix.world",), ("webmix.records", "webmix.folders", "webmix.episode_layout"),
+LAYERS = [("webmix.config", "webmix.formats", "webmix.command"), ("webmix.world",), ("webmix.records", "webmix.folders", "webmix.report", "webmix.episode_layout"),
           ("webmix.agents",), ("webmix.runs",), ("webmix.data",), ("webmix.eval",), ("webmix.env",), ("webmix.views",), ("webmix.job", "webmix.cli")]
 HEAVY = ("browser_use", "playwright", "pandas", "jsonschema", "IPython", "ipywidgets", "flask", "openai", "google.genai",
          "PIL", "plotly", "ray", "pydantic", "yaml")

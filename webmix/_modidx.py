@@ -2252,6 +2252,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                       'webmix.world.options.SitemapOptions': ( 'world/options.html#sitemapoptions',
                                                                                'webmix/world/options.py'),
                                       'webmix.world.options.SitesDir': ('world/options.html#sitesdir', 'webmix/world/options.py'),
+                                      'webmix.world.options.sitemap_text': ('world/options.html#sitemap_text', 'webmix/world/options.py'),
                                       'webmix.world.options.sites_list': ('world/options.html#sites_list', 'webmix/world/options.py'),
                                       'webmix.world.options.sites_serve': ('world/options.html#sites_serve', 'webmix/world/options.py'),
                                       'webmix.world.options.sites_sitemap': ('world/options.html#sites_sitemap', 'webmix/world/options.py'),

@@ -6,7 +6,7 @@
 __all__ = ['COMMANDS', 'parser', 'refusal', 'main']
 
 # %% ../nbs/90_cli.ipynb #6ad8a36f
-import sys
+import os, sys
 
 from . import __version__, config
 from .command import BadOptions, parser as command_parser, run_command
@@ -42,6 +42,9 @@ def main(argv=None) -> int:
     name = " ".join(v for k, v in sorted(vars(ns).items()) if k.startswith("_") and isinstance(v, str))
     config.setup_env()                  # before any browser: browser-use's offline settings, this process's folders
     try: rc = run_command(ns)
+    except BrokenPipeError:             # the reader went away (`webmix sites list | head`): nothing of ours failed
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())     # so the exit's flush says nothing either
+        return 0
     except KeyboardInterrupt:           # the runners have written every finished unit and stopped their browsers
         print(f"\nwebmix {name}: interrupted; finished units are kept, the same command resumes", file=sys.stderr)
         return 130

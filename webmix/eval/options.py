@@ -378,7 +378,8 @@ class RowsOptions:
     run: str = option(help="an evaluation run folder, judged", positional=True)
     out: str = option(help="the rows folder")
     tasks: str | None = option(None, "the tasks file whose order is kept (default: the run's)")
-    budget: int = option(BUDGET, "at most this many steps (rows), whole episodes", min=1)
+    budget: int = option(BUDGET, "at most this many steps (rows), whole episodes; the default, 27,644, is the size "
+                                 "of datagen's skill-centric pool, so task-centric rows can be compared with it at equal size", min=1)
     judge: str | None = option(None, "the judge records (default: <run>_judge)")
 
 # %% ../../nbs/eval/90_options.ipynb #980ac29e

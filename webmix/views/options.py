@@ -67,7 +67,7 @@ def compare_cmd(o: CompareOptions) -> int:
 # %% ../../nbs/views/90_options.ipynb #0ef4ea22
 COMMANDS = (Command("export-sft", "write the rows under a folder as SFT data (OpenAI chat JSONL, or a Hugging Face dataset)",
                     "webmix.views.options:export_cmd", (ExportOptions,), example="webmix export-sft /tmp/tg/rows /tmp/sft --format hf"),
-            Command("report", "success tables of finished runs: n, a 95% interval, by family, site and variant",
+            Command("report", "success tables of finished runs: n and a 95 percent interval, by family, site and variant",
                     "webmix.views.options:report_cmd", (ReportOptions,),
                     example="webmix report data/runs/eval/main/base data/runs/eval/main/oracle --format markdown"),
             Command("compare", "two runs on the tasks both ran: the difference with its interval, the tasks that flipped",

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['SITES', 'COMMANDS', 'SitesDir', 'use_sites_dir', 'ListOptions', 'sites_list', 'ServeOptions', 'sites_serve',
-           'SitemapOptions', 'sites_sitemap']
+           'SitemapOptions', 'sites_sitemap', 'sitemap_text']
 
 # %% ../../nbs/world/90_options.ipynb #d4633a72
 import json, os, sys
@@ -51,6 +51,7 @@ def sites_list(opts: ListOptions, where: SitesDir) -> int:
     if opts.json: print(json.dumps(rows, indent=1))
     else:
         w = max(len(r["name"]) for r in rows)
+        print(f"{'site':<{w}}  split  pages  control kinds  collections")
         for r in rows:
             print(f"{r['name']:<{w}}  {r['split']:<5}  {r['pages']:>2} pages  {len(r['control_kinds']):>2} control kinds  {', '.join(r['collections'])}")
     if opts.sheet:
@@ -87,19 +88,36 @@ def sites_serve(opts: ServeOptions, where: SitesDir) -> int:
 class SitemapOptions:
     "sitemap: which site"
     site: str = option(help="a site name, as `webmix sites list` shows", positional=True)
+    json: bool = option(False, "the sitemap as JSON (its pages and every control with its options) instead of tables")
 
 # %% ../../nbs/world/90_options.ipynb #956fa37b
 def sites_sitemap(opts: SitemapOptions, where: SitesDir) -> int:
-    "Print the sitemap of one site as JSON."
+    "Print the sitemap of one site: its pages, then its controls by page (`--json`: the whole sitemap as JSON)."
     from webmix.world.sites import sitemap
     use_sites_dir(where)
-    try: print(json.dumps(sitemap(opts.site), indent=1))
+    try: m = sitemap(opts.site)
     except KeyError as e: sys.exit(str(e.args[0]))
+    if opts.json: print(json.dumps(m, indent=1))
+    else: print(sitemap_text(m))
     return 0
+
+def sitemap_text(m: dict) -> str:
+    "A sitemap as two tables a person reads: the pages (path, kind, title), then the controls (id, kind, page, label, options)."
+    pw = max(len(p["path"]) for p in m["pages"])
+    lines = [f"{m['title']} ({m['name']}, {m['split']} split): {len(m['pages'])} pages, {len(m['controls'])} controls", "",
+             f"{'path':<{pw}}  {'kind':<8}  title"] + [f"{p['path']:<{pw}}  {p['kind']:<8}  {p['title']}" for p in m["pages"]]
+    cw = max(len(c["control_id"]) for c in m["controls"])
+    kw = max(len(c["kind"]) for c in m["controls"])
+    lines += ["", f"{'control':<{cw}}  {'kind':<{kw}}  {'page':<{pw}}  label [options]"]
+    for c in m["controls"]:
+        opts = [str(o.get("text", o.get("value", ""))) for o in c.get("options") or []]
+        more = f" [{', '.join(opts[:6])}{', ...' if len(opts) > 6 else ''}]" if opts else ""
+        lines.append(f"{c['control_id']:<{cw}}  {c['kind']:<{kw}}  {c['page']:<{pw}}  {c['label']}{more}")
+    return "\n".join(lines)
 
 # %% ../../nbs/world/90_options.ipynb #3a0d1d06
 SITES = Command("sites", "the MiniWeb sites: list, serve, sitemap", sub=(
     Command("list", "one line (or JSON object) per site", "webmix.world.options:sites_list", (ListOptions, SitesDir), example="webmix sites list --sheet sites.png"),
     Command("serve", "serve every site on loopback", "webmix.world.options:sites_serve", (ServeOptions, SitesDir), example="webmix sites serve --ports 8318"),
-    Command("sitemap", "a site's sitemap as JSON", "webmix.world.options:sites_sitemap", (SitemapOptions, SitesDir), example="webmix sites sitemap shop")))
+    Command("sitemap", "a site's pages and controls (--json: its sitemap as JSON)", "webmix.world.options:sites_sitemap", (SitemapOptions, SitesDir), example="webmix sites sitemap shop")))
 COMMANDS = (SITES,)
