@@ -179,7 +179,7 @@ def page_md(nb, mod, page) -> str:
             parts += cards
             if code: parts.append(folded(code, "source" if cards else "source (internal helpers)"))
             continue
-        if code: parts.append(fence(code, "python"))
+        if code and not any(f.replace(" ", "") == "echo:false" for f in flags): parts.append(fence(code, "python"))   # Quarto's echo
         parts += [md for o in c.get("outputs", []) if (md := output_md(o, page))]
     return "\n\n".join(parts) + "\n"
 

@@ -102,3 +102,17 @@ def test_the_site_searches_shows_cards_clips_nothing_and_its_viewers_step(site):
         assert page.locator(".wm-plotly .main-svg").count() >= 1
         assert not errors, errors
         browser.close()
+
+
+def test_the_command_reference_is_the_live_help():
+    "The docs' Commands page (nbs/92_commands.ipynb, as saved) is every command's --help as the command line prints it."
+    import json, os, sys
+    from webmix.cli import command_helps
+    cell = json.loads((ROOT / "nbs" / "92_commands.ipynb").read_text())["cells"][-1]
+    shown = "".join(cell["outputs"][0]["data"]["text/markdown"])
+    # as a user's shell has it: the tests' own WEBMIX_BACKEND (local, for their patches) would change one default
+    env = {k: v for k, v in os.environ.items() if k != "WEBMIX_BACKEND"}
+    live = subprocess.run([sys.executable, "-c", "from webmix.cli import command_reference; print(command_reference(), end='')"],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT).stdout
+    assert shown == live, "nbs/92_commands.ipynb is not the live --help of every command: run it again"
+    assert len(command_helps()) >= 20 and all(f"## `{name}`" in shown for name in command_helps())

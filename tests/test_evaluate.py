@@ -116,6 +116,9 @@ def test_gating_rescues_premature_dones_and_rows_are_the_sent_requests(tmp_path)
         df = E.load_results(out)
         ok[gate] = int(df["ok"].sum())
     assert ok[True] > ok[False], ok
+    ungated = E.load_results(tmp_path / "gate-False")
+    kinds = ungated["failure"][ungated["ok"] != True].tolist()
+    assert "premature done" in kinds and set(kinds) <= set(E.FAILURE_KINDS), kinds     # why each failed, classified
     # the viewer marks the step whose done the router gated, and shows each step's tokens
     from webmix.views.episodes import GATED, load_episode
     from webmix.views.episode_viewer import step_html
@@ -437,6 +440,7 @@ def test_a_400_is_the_agents_failure_and_retry_failed_runs_only_masked_episodes(
         assert long["ok"] is False and not long.get("masked") and "maximum context length" in long["model_refused"], long
         assert long["cause"].startswith("not graded a success: the model server refused the agent's request"), long
         assert "model_error" not in long and long["steps"] >= 3, long          # the model steps before the 400
+        assert long["failure"] == "model error" and lines[SHORT]["failure"] is None, long
         table = E.success_table(E.load_results(out))
         arm = "base (scripted stand-in)"
         assert table.loc["all", arm] == "1/2" and table.loc["masked", arm] == "0" and table.loc["episodes", arm] == "2", table

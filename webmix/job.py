@@ -141,7 +141,9 @@ def main_evaluation(data, o: MainOptions):
     label = lambda t: t.rename(columns=named).rename_axis(columns="arm, model: the scripted stand-in")
     table = label(success_table(df))
     print(f"\nsuccess by arm and family, the model being {STAND_IN} (episodes in {root}/<arm>):\n{table.to_string()}"
-          f"\n\nsuccess by site and arm, the same stand-in:\n{label(by_site(df)).to_string()}", flush=True)
+          f"\n\nsuccess by site and arm, the same stand-in:\n{label(by_site(df)).to_string()}"
+          f"\n\nwith n and 95% intervals (also in each folder's summary.md): webmix report "
+          f"{' '.join(str(root / arm) for arm in MAIN_ARMS)}", flush=True)
     return table
 
 # %% ../nbs/91_job.ipynb #b2ab109c

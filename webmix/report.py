@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['STAND_IN', 'MARKS', 'GROUPINGS', 'SHOWN', 'FORMATS', 'outcome', 'wilson', 'run_lines', 'frame', 'success_rows',
-           'report', 'shown', 'markdown_table', 'render', 'write_summary', 'compare', 'compare_text']
+           'report', 'failure_rows', 'shown', 'markdown_table', 'render', 'write_summary', 'compare', 'compare_text']
 
 # %% ../nbs/02d_report.ipynb #73bf93a7
 import math, random
@@ -90,12 +90,22 @@ def success_rows(df, by: list):
 GROUPINGS = ("family", "site", "variant")
 
 def report(*runs, by=GROUPINGS) -> dict:
-    "{table name: DataFrame} of the runs: 'overall' by who, then 'by <grouping>' for each of `by` with more than one value."
+    """{table name: DataFrame} of the runs: 'overall' by who, then 'by <grouping>' for each of `by` with more than one
+    value, then 'failures' (episodes by kind of failure) when the lines classify them."""
     df = frame(*runs)
     out = {"overall": success_rows(df, ["who"])}
     for g in by:
         if df[g].nunique() > 1: out[f"by {g}"] = success_rows(df, ["who", g])
+    if "failure" in df and df["failure"].notna().any(): out["failures"] = failure_rows(df)
     return out
+
+def failure_rows(df):
+    "Episodes by kind of failure (the result lines' `failure`: premature done, wrong value, ...) for each `who`."
+    import pandas as pd
+    f = df[df["failure"].notna()]
+    t = pd.crosstab(f["who"], f["failure"]).reset_index()
+    t.columns.name = None
+    return t
 
 # %% ../nbs/02d_report.ipynb #148c529b
 SHOWN = {"n": "n", "passed": "passed", "rate": "success [95% CI]", "ungraded": "ungraded", "masked": "masked",
@@ -109,6 +119,7 @@ def _cell(v) -> str:
 def shown(table):
     "A table as a person reads it: the rate and its interval in one column, empty columns left out."
     t = table.copy()
+    if "success" not in t: return t.map(_cell)          # a table of counts (failures by kind)
     t["rate"] = [f"{s:.0%} [{lo * 100:.0f}-{hi * 100:.0f}]" if s is not None and s == s else "-"
                  for s, lo, hi in zip(t["success"], t["ci_low"], t["ci_high"])]
     keys = [c for c in t.columns if c not in SHOWN and c not in ("success", "ci_low", "ci_high")]

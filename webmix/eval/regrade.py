@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import runs
 from ..records import VARIANT_MARK, as_task, is_masked, on_variant
-from .evaluate import episode_cause, grade_episode, masked_cause, outcome
+from .evaluate import episode_cause, failure_kind, grade_episode, masked_cause, outcome
 
 # %% ../../nbs/eval/01b_regrade.ipynb #r0000005
 def episode_task(out: Path, key: str, by_id: dict):
@@ -43,6 +43,7 @@ def regrade(tasks, out, into=None) -> dict:
             regraded += 1
             r = {k: v for k, v in r.items() if k not in ("grade_error", "masked")}
             r.update(ok=ok, detail=detail, cause=episode_cause(task, ok, detail, g, error), regraded=True,
+                     failure=failure_kind(ok, g, detail, r.get("done"), r.get("failure") == "step cap"),
                      **({"grade_error": error} if error else {}))
             if masked_cause(g): r["masked"] = True
         elif not is_masked(r) or (out / key).is_dir(): could_not.append(key)   # an episode it cannot grade again
