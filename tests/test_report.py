@@ -33,6 +33,11 @@ def test_report_and_compare_on_two_runs(tmp_path):
     csv = webmix("report", a, "--format", "csv", "--by", "family").stdout.splitlines()
     assert csv[0].startswith("who,n,passed,success,ci_low,ci_high,ungraded,masked") and len(csv) == 1 + 1 + 2, csv
     assert "\\begin{tabular}" in webmix("report", a, b, "--format", "latex").stdout
+    # the dashboard's charts as pages that open offline: each rate with its n, the bars with their intervals
+    p = webmix("report", a, b, "--plots", tmp_path / "plots")
+    pages = {f.name: f.read_text() for f in (tmp_path / "plots").glob("*.html")}
+    assert p.returncode == 0 and (tmp_path / "plots" / "plotly.min.js").is_file(), p.stderr
+    assert "n=4" in pages["success-by-arm-x-family.html"] and '"error_y"' in pages["success-by-site.html"], sorted(pages)
     # compare: pairs exclude the masked task; flipped ones named
     c = compare(a, b)
     assert c["pairs"] == 7 and c["masked"] == ["t7"] and c["fixed"] == ["t1", "t3", "t5"] and c["broken"] == ["t4"], c

@@ -1931,6 +1931,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                     'webmix/views/dashboard.py'),
                                         'webmix.views.dashboard.Dashboard.keys': ( 'views/dashboard.html#dashboard.keys',
                                                                                    'webmix/views/dashboard.py'),
+                                        'webmix.views.dashboard.Dashboard.save': ( 'views/dashboard.html#dashboard.save',
+                                                                                   'webmix/views/dashboard.py'),
                                         'webmix.views.dashboard.Dashboard.values': ( 'views/dashboard.html#dashboard.values',
                                                                                      'webmix/views/dashboard.py'),
                                         'webmix.views.dashboard._rate_table': ( 'views/dashboard.html#_rate_table',

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from ..agents.calls import CallTotals
+from ..report import wilson
 from .episodes import ViewError, _results_index, read_json
 
 # %% ../../nbs/views/05_dashboard.ipynb #9b963ac6
@@ -76,32 +77,53 @@ class Dashboard:
     def __repr__(self):
         whos = ", ".join(map(str, sorted(self.df["who"].unique())))
         return f"Dashboard of {len(self.df)} episodes ({whos}): {', '.join(self.figs)}"
+    def save(self, folder) -> list:
+        """Every figure as an HTML page in `folder` (plotly.js written once beside them, so the pages open offline)
+        -> their paths."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        out = []
+        for name, fig in self.figs.items():
+            out.append(folder / (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") + ".html"))
+            fig.write_html(out[-1], include_plotlyjs="directory")
+        return out
     def _ipython_display_(self):
         from IPython.display import display
         for f in self.figs.values(): display(f)
 
 # %% ../../nbs/views/05_dashboard.ipynb #c45d550e
 def _rate_table(df, by):
-    "Success rate and episodes counted by `by` (a list of columns): every episode but the masked (the infrastructure's)."
-    return df[~df["masked"]].groupby(by)["ok"].agg(success="mean", episodes="size").reset_index()
+    """Success rate, episodes counted (every one but the masked: the infrastructure's) and the rate's 95% Wilson interval
+    (as error bars: `below`, `above`) by `by` (a list of columns)."""
+    t = df[~df["masked"]].groupby(by)["ok"].agg(success="mean", episodes="size", passed="sum").reset_index()
+    ci = [wilson(int(k), int(n)) for k, n in zip(t["passed"], t["episodes"])]
+    return t.assign(below=[s - lo for s, (lo, _) in zip(t["success"], ci)], above=[hi - s for s, (_, hi) in zip(t["success"], ci)],
+                    label=[f"{s:.0%}<br>n={n}" for s, n in zip(t["success"], t["episodes"])])
 
 # %% ../../nbs/views/05_dashboard.ipynb #0c05515b
 def run_dashboard(*paths) -> Dashboard:
     """Plotly figures of one or more runs (folders, or folders of runs), compared by `who` (arm, or run · arm):
     success by arm x family, by site and by site variant, durations and steps, tokens, failure causes."""
     import plotly.express as px
+    import plotly.graph_objects as go
     df = runs_results(*paths)
     figs, who = {}, {"who": "arm"}
     t = _rate_table(df, ["who", "family"])
-    figs["success by arm x family"] = px.density_heatmap(
-        t, x="who", y="family", z="success", histfunc="avg", text_auto=".0%", range_color=(0, 1), labels=who,
-        title="success rate by arm × family", height=max(300, 36 * t["family"].nunique() + 160), color_continuous_scale="RdYlGn")
-    figs["success by site"] = px.bar(_rate_table(df, ["site", "who"]), x="site", y="success", color="who", barmode="group",
-                                     hover_data=["episodes"], range_y=(0, 1), height=340, labels=who, title="success rate by site")
+    whos, fams = list(dict.fromkeys(t["who"])), sorted(set(t["family"]))
+    grid = lambda v: t.pivot(index="family", columns="who", values=v).reindex(index=fams, columns=whos)
+    figs["success by arm x family"] = go.Figure(go.Heatmap(
+        z=grid("success").values, x=whos, y=fams, text=grid("label").fillna("").values, texttemplate="%{text}",
+        zmin=0, zmax=1, colorscale="RdYlGn", colorbar={"title": "success"})).update_layout(
+        title="success rate by arm × family (n: episodes counted)", height=max(300, 36 * len(fams) + 160),
+        xaxis_title="arm", yaxis_title="family")
+    bars = dict(color="who", barmode="group", hover_data=["episodes"], error_y="above", error_y_minus="below", range_y=(0, 1),
+                labels=who)
+    figs["success by site"] = px.bar(_rate_table(df, ["site", "who"]), x="site", y="success", height=340,
+                                     title="success rate by site (bars: 95% intervals)", **bars)
     if "variant" in df and df["variant"].fillna(0).nunique() > 1:      # a line without one: variant 0
         v = _rate_table(df.assign(variant=df["variant"].fillna(0).astype(int).astype(str)), ["variant", "who"])
-        figs["success by variant"] = px.bar(v, x="variant", y="success", color="who", barmode="group", hover_data=["episodes"],
-                                            range_y=(0, 1), height=320, labels=who, title="success rate by site variant")
+        figs["success by variant"] = px.bar(v, x="variant", y="success", height=320,
+                                            title="success rate by site variant (bars: 95% intervals)", **bars)
     num = [k for k in ("duration_s", "steps") if k in df and df[k].notna().any()]
     if num:
         long = df.melt(id_vars=["who", "ok"], value_vars=num, var_name="measure")

@@ -6,6 +6,7 @@
 __all__ = ['COMMANDS', 'ExportOptions', 'export_cmd', 'ReportOptions', 'report_cmd', 'CompareOptions', 'compare_cmd']
 
 # %% ../../nbs/views/90_options.ipynb #b64b4ea9
+import sys
 from dataclasses import dataclass
 
 from ..command import Command, option
@@ -42,12 +43,18 @@ class ReportOptions:
     runs: list = option(help="finished run folders (each holds results.jsonl)", positional=True, nargs="+", metavar="RUN")
     format: str = option("markdown", "the tables' format", choices=("markdown", "latex", "csv"))
     by: tuple = option(("family", "site", "variant"), "the groupings after the overall table (family, site, variant)")
+    plots: str | None = option(None, "also write the runs' dashboard charts (n and 95% intervals) to this folder, one HTML "
+                                     "page each")
 
 def report_cmd(o: ReportOptions) -> int:
     "Print the runs' tables."
     from webmix.report import GROUPINGS, render, report
     if (bad := [b for b in o.by if b not in GROUPINGS]): raise SystemExit(f"webmix report: --by {','.join(bad)}: use {', '.join(GROUPINGS)}")
     print(render(report(*o.runs, by=o.by), o.format), end="")
+    if o.plots:
+        from webmix.views.dashboard import run_dashboard
+        pages = run_dashboard(*o.runs).save(o.plots)
+        print(f"webmix report: {len(pages)} charts -> {o.plots}", file=sys.stderr)
     return 0
 
 # %% ../../nbs/views/90_options.ipynb #eae2c046
