@@ -154,8 +154,10 @@ class DefaultsHelp(argparse.RawDescriptionHelpFormatter):
     required; the example keeps its lines."""
     def _get_help_string(self, action):
         text, d = action.help or "", action.default
-        if not action.option_strings or action.required or d is None or d is False or d == argparse.SUPPRESS or "default" in text: return text
-        return f"{text} (default: {','.join(map(str, d)) if isinstance(d, (list, tuple)) else d})"
+        if not (not action.option_strings or action.required or d is None or d is False or d == argparse.SUPPRESS
+                or "default" in text):
+            text = f"{text} (default: {','.join(map(str, d)) if isinstance(d, (list, tuple)) else d})"
+        return text.replace("%", "%%")          # argparse %-formats a help: a "95%" in one is text, not a format
 
 # %% ../nbs/01b_command.ipynb #5fd8cb4e
 class CommandParser(argparse.ArgumentParser):
