@@ -23,7 +23,8 @@ from ..agents import session as HS
 from ..agents.actions import excluded_actions
 from ..episode_layout import write_episode
 from ..eval.episode import agent_episode, agent_steps, dumped_items, final_screenshot, kept_files, save_screenshots
-from ..eval.evaluate import episode_cause, grade_episode, human_tasks, masked_cause, open_episode, read_evidence
+from ..eval.episode import open_episode, read_evidence
+from ..eval.evaluate import episode_cause, grade_episode, human_tasks, masked_cause
 from .records import ACTION_NAMES, Element, EnvError, Observation, StepResult, Verification
 
 # %% ../../nbs/env/01_session.ipynb #171d8da3
