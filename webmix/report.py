@@ -48,7 +48,7 @@ def frame(*runs):
     parts = []
     for run in runs:
         d = pd.DataFrame(run_lines(run))
-        for k in ("arm", "family", "site", "variant", "masked", "steps", "duration_s", "prompt_tokens", "completion_tokens", "cost_usd"):
+        for k in ("ok", "arm", "family", "site", "variant", "masked", "steps", "duration_s", "prompt_tokens", "completion_tokens", "cost_usd"):
             if k not in d: d[k] = None
         d["arm"] = d["arm"].fillna(Path(run).name)
         name = Path(run).resolve().name

@@ -440,7 +440,9 @@ def run_evaluate(tasks, out, progress=True, args=None, options: EvalOptions | No
                    progress=progress, desc=f"evaluate {opts.arm}", **engine)
     lines = runs.latest(runs.read_results(out))         # read once: the folder's summary printed, this call's returned
     if progress and lines: print(run_summary(results_frame(lines.values())), flush=True)
-    if lines: write_summary(out)                        # summary.md: the tables `webmix report <out>` prints
+    if lines:                                           # summary.md: the tables `webmix report <out>` prints
+        try: write_summary(out)
+        except Exception as e: print(f"webmix evaluate: summary.md not written: {runs.describe(e)}", file=sys.stderr)  # noqa: BLE001  the run is kept
     keys = {unit_key(u) for u in units}
     mine = results_frame([r for k, r in lines.items() if k in keys])
     mine.attrs["summary"] = tally(mine)
