@@ -562,7 +562,7 @@ def run_summary(df) -> str:
     cover = coverage(df)
     d_eff = df[df["steps"].notna()] if "steps" in df else df.iloc[:0]
     d_tok = df[df["model_calls"].notna()] if "model_calls" in df else df.iloc[:0]
-    tables = [("success by family", cover, success_table(df)), ("success by site", f"its graded episodes, of {cover}", by_site(df)),
+    tables = [("success by family", cover, success_table(df)), ("success by site", f"its counted episodes, of {cover}", by_site(df)),
               ("effort", coverage(d_eff), effort(df)), ("model calls", coverage(d_tok), tokens_by_arm(df))] if len(started) else []
     by_variant = variant_table(df.to_dict("records")) if "variant" in df else ""
     return "\n\n".join([head] + [f"{name} ({what}):\n{t.to_string()}" for name, what, t in tables if t.size]
