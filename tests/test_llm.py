@@ -257,10 +257,10 @@ def test_memory_model_merges_or_falls_back():
             async def twice():                                   # one event loop: the memory client is async
                 return [await P.merge_all(parts), await P.merge_all(parts)]
             assert asyncio.run(twice()) == [("Show only Books, sorted by price.", "merged"),
-                                            ("Filter by Books. Then Sort by price.", "joined")]
+                                            ("Filter by Books. Then sort by price.", "joined")]
         finally:
             R.configure_memory()
-    assert asyncio.run(P.merge_all(parts)) == ("Filter by Books. Then Sort by price.", "joined")   # no model: joined
+    assert asyncio.run(P.merge_all(parts)) == ("Filter by Books. Then sort by price.", "joined")   # no model: joined
     assert len(srv.requests) == 2 and "1. Filter by Books.\n2. Sort by price." in last_user(srv.requests[0])
 
 
@@ -294,7 +294,7 @@ def test_memory_model_replies_come_from_the_cache_the_second_time(tmp_path):
     with ScriptedServer({"memory": ["Show only the cheapest things."]}) as other:
         try:                                                      # another folder: asked again, a wrong rewrite refused
             R.configure_memory(other.base_url, "memory", tmp_path / "other")
-            assert asyncio.run(P.merge_all(parts)) == ("Filter by Books. Then Sort by price.", "joined")
+            assert asyncio.run(P.merge_all(parts)) == ("Filter by Books. Then sort by price.", "joined")
         finally: R.configure_memory()
     assert len(other.requests) >= 1
 
