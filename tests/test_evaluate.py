@@ -117,8 +117,9 @@ def test_gating_rescues_premature_dones_and_rows_are_the_sent_requests(tmp_path)
         ok[gate] = int(df["ok"].sum())
     assert ok[True] > ok[False], ok
     ungated = E.load_results(tmp_path / "gate-False")
-    kinds = ungated["failure"][ungated["ok"] != True].tolist()
-    assert "premature done" in kinds and set(kinds) <= set(E.FAILURE_KINDS), kinds     # why each failed, classified
+    failed = ungated[ungated["ok"] != True]
+    kinds = failed["failure"].dropna().tolist()          # a unit that failed before its episode has no kind
+    assert "premature done" in kinds and set(kinds) <= set(E.FAILURE_KINDS), failed[["task_id", "failure", "cause"]].to_dict("records")
     # the viewer marks the step whose done the router gated, and shows each step's tokens
     from webmix.views.episodes import GATED, load_episode
     from webmix.views.episode_viewer import step_html
