@@ -1827,6 +1827,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'webmix.report.run_lines': ('report.html#run_lines', 'webmix/report.py'),
                                'webmix.report.shown': ('report.html#shown', 'webmix/report.py'),
                                'webmix.report.success_rows': ('report.html#success_rows', 'webmix/report.py'),
+                               'webmix.report.tables_of': ('report.html#tables_of', 'webmix/report.py'),
                                'webmix.report.wilson': ('report.html#wilson', 'webmix/report.py'),
                                'webmix.report.write_summary': ('report.html#write_summary', 'webmix/report.py')},
             'webmix.runs': { 'webmix.runs.OutRemoved': ('runs.html#outremoved', 'webmix/runs.py'),

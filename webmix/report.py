@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['STAND_IN', 'MARKS', 'GROUPINGS', 'SHOWN', 'FORMATS', 'outcome', 'wilson', 'run_lines', 'frame', 'success_rows',
-           'report', 'failure_rows', 'shown', 'markdown_table', 'render', 'write_summary', 'compare', 'compare_text']
+           'report', 'tables_of', 'failure_rows', 'shown', 'markdown_table', 'render', 'write_summary', 'compare',
+           'compare_text']
 
 # %% ../nbs/02d_report.ipynb #73bf93a7
 import math, random
@@ -53,8 +54,10 @@ def frame(*runs):
         d["arm"] = d["arm"].fillna(Path(run).name)
         name = Path(run).resolve().name
         several = d["arm"].nunique() > 1
-        who = d["arm"] if len(runs) == 1 else pd.Series([f"{name} · {a}" if several else name for a in d["arm"]], index=d.index)
-        d["who"] = [w + "".join(m for k, m in MARKS if line.get(k) == True) for w, line in zip(who, d.to_dict("records"))]
+        who = d["arm"].astype(str) if len(runs) == 1 else pd.Series([f"{name} · {a}" if several else name for a in d["arm"]], index=d.index)
+        for k, mark in MARKS:                                 # what the arm ran with, in its name
+            if k in d: who = who.where(~d[k].eq(True), who + mark)
+        d["who"] = who
         d["run"] = str(run)
         parts.append(d)
     df = pd.concat(parts, ignore_index=True)
@@ -92,7 +95,10 @@ GROUPINGS = ("family", "site", "variant")
 def report(*runs, by=GROUPINGS) -> dict:
     """{table name: DataFrame} of the runs: 'overall' by who, then 'by <grouping>' for each of `by` with more than one
     value, then 'failures' (episodes by kind of failure) when the lines classify them."""
-    df = frame(*runs)
+    return tables_of(frame(*runs), by)
+
+def tables_of(df, by=GROUPINGS) -> dict:
+    "report's tables of a frame already read."
     out = {"overall": success_rows(df, ["who"])}
     for g in by:
         if df[g].nunique() > 1: out[f"by {g}"] = success_rows(df, ["who", g])
@@ -156,7 +162,7 @@ def write_summary(run) -> Path:
             f"{int((df['outcome'] == 'ungraded').sum())} ungraded (counted, no pass), {int((~df['counted']).sum())} masked "
             f"(the infrastructure's, not counted). Intervals: 95% Wilson score.\n\n")
     tmp = p.with_suffix(".md.tmp")
-    tmp.write_text(head + render(report(run)))
+    tmp.write_text(head + render(tables_of(df)))          # the lines read once
     tmp.replace(p)
     return p
 

@@ -369,10 +369,11 @@ async def run_episode(unit, worker) -> dict:
     unsaved = {}                                       # from here on nothing that fails loses the episode
     _save(unsaved, "grade_inputs.json", lambda: (ep / "grade_inputs.json").write_text(json.dumps(g, default=str)))
     ok, detail, grade_error = grade_episode(task, g)
-    capped = not timed_out and not hist.is_done() and o.arm != "agent_planner" and model_steps(hist) >= (o.max_steps or H.MAX_STEPS)
+    taken = model_steps(hist)                          # counted once: it dumps every history item
+    capped = not timed_out and not hist.is_done() and o.arm != "agent_planner" and taken >= (o.max_steps or H.MAX_STEPS)
     res.update(ok=ok, detail=detail, cause=episode_cause(task, ok, detail, g, grade_error),
                failure=failure_kind(ok, g, detail, bool(hist.is_done()), capped),
-               steps=model_steps(hist), answer=answer, done=bool(hist.is_done()),
+               steps=taken, answer=answer, done=bool(hist.is_done()),
                models=[t.get("model") for t in router.trace], gates=sum(bool(t.get("gated")) for t in router.trace),
                screenshots=len(shots := _save(unsaved, "screen_N.png", lambda: save_screenshots(hist, ep), {})))  # a timed-out one's too
     res.update(tokens := call_totals(calls, parse_prices(o.price)))
