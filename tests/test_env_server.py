@@ -7,13 +7,15 @@ one JSON line with its kind, whether a retry helps and the fitting HTTP status (
 malformed action, a body that does not validate, a 10 MB body, an unknown route); an index not on the page and a
 navigation off the site are the observation's error, not a crash. A second server with --session-ttl 3: a
 session whose browser is killed fails retryably and the next session gets a new browser; a client that stops
-calling has its session reclaimed (saved) within the TTL with no Chromium and no temporary folder left; Ctrl-C
+calling has its session reclaimed (saved) within the TTL with no Chromium and no temporary folder left; a MiniWeb
+server killed mid-session ends that session with a retryable error and is started again by the next open; Ctrl-C
 stops the server, saving the session still open, with nothing left running. An occupied port is refused in one line."""
 import base64, json, os, signal, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
 from procs import kill_browser, orphans
@@ -229,10 +231,21 @@ def test_crash_and_ttl_reclaim_leave_nothing(tmp_path):
             assert left() == [], [str(p) for p in out.rglob("*")][:20]
             line = json.loads((out / "results.jsonl").read_text().splitlines()[-1])
             assert line["ended_by"] == "closed" and (out / line["task_id"] / "episode.json").is_file()
-            open_at_stop = c.post("/sessions", json={"task_id": HUMAN}).json()["observation"]   # left open for Ctrl-C
+            # MiniWeb dies mid-session: that session's next call is a retryable miniweb error that ends it (saved,
+            # masked), the health says degraded, and the next open starts MiniWeb again on its port
+            sid = c.post("/sessions", json={"task_id": HUMAN, "wait": 10}).json()["session_id"]
+            mw = next(p for p in psutil.Process(proc.pid).children(recursive=True) if f"serve({miniweb}," in " ".join(p.cmdline()))
+            mw.kill()
+            end = time.monotonic() + 10                    # a zombie until the server reaps it
+            while mw.is_running() and mw.status() != psutil.STATUS_ZOMBIE and time.monotonic() < end: time.sleep(0.1)
+            error_of(c.post(f"/sessions/{sid}/verify"), 503, "miniweb", True)
+            assert c.get("/health").json()["status"] == "degraded"
+            open_at_stop = c.post("/sessions", json={"task_id": HUMAN, "wait": 10}).json()["observation"]   # left open for Ctrl-C
+            assert c.get("/health").json()["status"] == "ok" and c.get("/metrics").json()["miniweb_restarts"] == 1
     finally:
         assert stop(proc) == 0
     assert orphans(out) == [] and port_free(int(url.rsplit(":", 1)[1])) and port_free(miniweb)
     assert sorted(p.name for p in out.iterdir() if p.name.startswith("_")) == []
     lines = [json.loads(l) for l in (out / "results.jsonl").read_text().splitlines()]
-    assert len(lines) == 2 and lines[-1]["ended_by"] == "closed" and "/sites/mail" in open_at_stop["url"]   # saved at Ctrl-C
+    assert len(lines) == 3 and lines[-1]["ended_by"] == "closed" and "/sites/mail" in open_at_stop["url"]   # saved at Ctrl-C
+    assert lines[1]["masked"] and "no grade inputs" in lines[1]["cause"], lines[1]      # the session MiniWeb's death ended

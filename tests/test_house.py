@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "webmix"
 # lowest first; a module may import from its own layer and the layers below it
 LAYERS = [("webmix.config", "webmix.formats", "webmix.command"), ("webmix.world",), ("webmix.records", "webmix.folders", "webmix.report", "webmix.episode_layout"),
-          ("webmix.agents",), ("webmix.runs",), ("webmix.data",), ("webmix.eval",), ("webmix.env",), ("webmix.views",), ("webmix.job", "webmix.cli")]
+          ("webmix.agents",), ("webmix.runs",), ("webmix.data",),
+          ("webmix.eval.episode",), ("webmix.env.records", "webmix.env.session"),   # the episode, then the session core evaluate steps
+          ("webmix.eval",), ("webmix.env",), ("webmix.views",), ("webmix.job", "webmix.cli")]
 HEAVY = ("browser_use", "playwright", "pandas", "jsonschema", "IPython", "ipywidgets", "flask", "openai", "google.genai",
          "PIL", "plotly", "ray", "pydantic", "yaml")
 

@@ -262,6 +262,7 @@ class ScriptedChat:
         if self.bs is not None: messages = await with_screenshot(self.bs, messages)
         reply = self.respond(messages, output_format)
         if inspect.isawaitable(reply): reply = await reply
+        if isinstance(reply, ChatInvokeCompletion): return reply      # a model's own reply, as it came
         if isinstance(reply, (str, bytes)): return ChatInvokeCompletion(completion=output_format.model_validate_json(reply), usage=None)
         return ChatInvokeCompletion(completion=output_format.model_validate(reply), usage=None)
 

@@ -66,7 +66,7 @@ class SessionHost:
 # %% ../../nbs/env/02_host.ipynb #5a149c91
 async def _start(self) -> "SessionHost":
     "Start the MiniWeb server, read the task index, warm the browsers, start the reaper."
-    self.slots = asyncio.Condition()
+    self.slots, self.healing = asyncio.Condition(), asyncio.Lock()
     if self.browsers_dir: self.browsers_dir.mkdir(parents=True, exist_ok=True)
     self.servers = await asyncio.to_thread(Servers(ports=free_ports(1), sites_dir=self.sites_dir).__enter__)
     self.base = self.servers.bases[0]
@@ -162,6 +162,7 @@ SessionHost._browser, SessionHost._give_back, SessionHost._refresh = _browser, _
 # %% ../../nbs/env/02_host.ipynb #f900ff24
 async def _open(self, task, variant=None, seed=None, wait: float = 0.0, screenshots=None) -> tuple:
     "A new session on `task` -> (its id, the first observation); see above."
+    if self.status == "degraded": await self._heal()
     if self.status != "ok": raise EnvError("busy", f"the host is {self.status}")
     t = as_env_task(task, variant, seed)                        # bad input is refused before a slot is taken
     await self._take_slot(wait)
@@ -208,7 +209,22 @@ def _miniweb_check(self, err: EnvError) -> None:
         self.status = "degraded"
         err.kind, err.retryable = "miniweb", True
 
-SessionHost._miniweb_check = _miniweb_check
+async def _heal(self) -> None:
+    """Start a MiniWeb server that died again, on its port (the sessions it held have ended with `miniweb` errors);
+    the host serves again. EnvError miniweb (retryable) when it will not start."""
+    async with self.healing:                           # one restart, however many opens wait for it
+        if self.servers is None or all(p.poll() is None for p in self.servers.procs):
+            if self.status == "degraded": self.status = "ok"
+            return
+        port = self.servers.ports[0]
+        await asyncio.to_thread(self.servers.stop)
+        try: self.servers = await asyncio.to_thread(Servers(ports=[port], sites_dir=self.sites_dir).__enter__)
+        except Exception as e:
+            raise EnvError("miniweb", f"the MiniWeb server died and would not start again: {runs.describe(e)}") from None
+        self.counts["miniweb_restarts"] += 1
+        self.status = "ok"
+
+SessionHost._miniweb_check, SessionHost._heal = _miniweb_check, _heal
 
 # %% ../../nbs/env/02_host.ipynb #a067f037
 def _lease(self, sid: str) -> Lease:
@@ -348,7 +364,8 @@ def _metrics(self) -> dict:
     "Counts, errors by kind and latency percentiles (seconds)."
     c = self.counts
     return {"sessions_open": len(self.leases), "max_sessions": self.max_sessions,
-            **{k: c[k] for k in ("opened", "closed", "reclaimed", "failed", "steps", "verified", "browsers_made")},
+            **{k: c[k] for k in ("opened", "closed", "reclaimed", "failed", "steps", "verified", "browsers_made",
+                                   "miniweb_restarts")},
             "errors": dict(self.errors), "reset_latency_s": percentiles(self.reset_s), "step_latency_s": percentiles(self.step_s)}
 
 SessionHost.tasks, SessionHost.health, SessionHost.metrics = _tasks, _health, _metrics

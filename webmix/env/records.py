@@ -45,7 +45,7 @@ class StepResult(BaseModel):
     observation: Observation
     reward: float = Field(0.0, description="0 until the episode ends; then 1 when the task's own grade passes it, else 0.")
     done: bool = Field(False, description="The episode ended: a done action, the step cap or the time limit.")
-    info: dict = Field({}, description="ended_by (done, max_steps, timeout), passed (null: ungraded), detail, answer, episode.")
+    info: dict = Field({}, description="ended_by (done, max_steps, failures: the agent gave up on failed model calls, timeout, closed), passed (null: ungraded), detail, answer, episode.")
 
 # %% ../../nbs/env/00_records.ipynb #c6985786
 class Verification(BaseModel):
@@ -74,4 +74,4 @@ ACTION_NAMES = ("click", "close", "done", "drag", "draw", "dropdown_options", "e
                 "go_back", "input", "macro_done", "navigate", "paste", "read_clipboard", "read_file", "replace_file",
                 "save_as_pdf", "screenshot", "scroll", "search", "search_page", "select_dropdown", "send_keys", "switch",
                 "upload_file", "wait", "write_file")
-EndedBy = Literal["done", "max_steps", "timeout", "closed"]
+EndedBy = Literal["done", "max_steps", "failures", "timeout", "closed"]

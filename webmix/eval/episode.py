@@ -5,10 +5,11 @@ timeout, its histories and screenshots, the requests it sent and the rows made o
 
 # %% auto #0
 __all__ = ['ADAPTER_OF_FAMILY', 'READ_S', 'PREPARE_S', 'KEPT_FILES', 'ROW_FAMILY', 'sub_model', 'stand_in_at', 'task_file_text',
-           'files_at_hand', 'histories', 'held_agents', 'partial_history', 'final_screenshot', 'history_actions',
-           'open_episode', 'read_evidence', 'save_screenshots', 'dumped_items', 'step_record', 'is_model_step',
-           'model_steps', 'agent_steps', 'with_usage', 'agent_episode', 'kept_files', 'record_requests', 'prompt_line',
-           'step_op', 'without_text', 'episode_rows', 'load_results']
+           'files_at_hand', 'human_tasks', 'histories', 'held_agents', 'partial_history', 'final_screenshot',
+           'history_actions', 'open_episode', 'read_evidence', 'session_lost', 'masked_cause', 'grade', 'grade_episode',
+           'episode_cause', 'save_screenshots', 'dumped_items', 'step_record', 'is_model_step', 'model_steps',
+           'agent_steps', 'with_usage', 'agent_episode', 'kept_files', 'record_requests', 'prompt_line', 'step_op',
+           'without_text', 'episode_rows', 'load_results']
 
 # %% ../../nbs/eval/00_episode.ipynb #50618437
 import asyncio, base64, copy, hashlib, json, shutil, time
@@ -18,9 +19,9 @@ from types import SimpleNamespace
 from .. import runs
 from ..agents import harness as H
 from ..agents import session as HS
-from ..config import ADMIN_TIMEOUT_S
+from ..config import ADMIN_TIMEOUT_S, annotations_dir, site_split
 from ..world.catalog import NAV, REASON, SELECT, TEXT
-from ..records import TaskFileError
+from ..records import TaskFileError, as_task, family_of
 from ..folders import results_frame
 from ..episode_layout import EpisodeRecord, StepRecord, element_box, write_episode
 
@@ -36,15 +37,14 @@ def sub_model(family, adapters, base_name, fallback=None, reasoning_to_fallback=
     return fallback or base_name
 
 # %% ../../nbs/eval/00_episode.ipynb #c9e0a002
-from ..report import STAND_IN      # what manifests and tables call webmix serve-policy's answers
+from ..report import STAND_IN, STAND_IN_OWNER      # what manifests and tables call webmix serve-policy's answers
 
 def stand_in_at(url, timeout=5.0) -> bool:
     "Whether the OpenAI-compatible server at `url` (its /v1 URL) is webmix's scripted stand-in (False when it does not answer)."
     from urllib.request import ProxyHandler, build_opener
-    from webmix.eval.policy import OWNER
     try:
         with build_opener(ProxyHandler({})).open(url.rstrip("/") + "/models", timeout=timeout) as r:
-            return any(m.get("owned_by") == OWNER for m in json.load(r).get("data", []))
+            return any(m.get("owned_by") == STAND_IN_OWNER for m in json.load(r).get("data", []))
     except (OSError, ValueError, AttributeError, TypeError): return False
 
 # %% ../../nbs/eval/00_episode.ipynb #ce70ebb0
@@ -61,6 +61,38 @@ def files_at_hand(d) -> list:
     f = Path(d) / "script.json"
     steps = json.loads(f.read_text()).get("steps", []) if f.exists() else []
     return [s["value"] for s in steps if s.get("do") == "upload" and s.get("value")]
+
+# %% ../../nbs/eval/00_episode.ipynb #4f030e3c
+def _annotation(path) -> dict:
+    "A task.json or verifier.json of the annotations; TaskFileError in one line naming the file when it is no JSON object."
+    try: obj = json.loads(Path(path).read_text())
+    except ValueError as e: raise TaskFileError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(obj, dict): raise TaskFileError(f"{path}: a JSON object is expected, not {type(obj).__name__}")
+    return obj
+
+def human_tasks(split="test", macros=None, folder=None) -> list:
+    """The human-style tasks (see above) of `split` ('test', 'train' or 'all') as `records.HumanTask`s; TaskFileError in
+    one line for a file that cannot be read or lacks a field."""
+    sp = site_split()
+    sites = set(sp["test"] + sp["train"]) if split == "all" else set(sp[split])
+    out = []
+    for d in sorted(Path(folder or annotations_dir()).glob("*/*/task.json")):
+        d = d.parent
+        if not (d / "verifier.json").exists(): continue
+        t = _annotation(d / "task.json")
+        missing = [k for k in ("task_id", "site", "sites", "macros", "instruction", "starting_url", "needs_login") if k not in t]
+        if missing: raise TaskFileError(f"{d / 'task.json'}: the task has no {', '.join(missing)}")
+        if split == "train" and set(t["sites"]) & set(sp["test"]): continue     # a train task touches no held-out site
+        if not set(t["sites"]) & sites: continue
+        if macros and not set(macros) & {m.split("#")[0] for m in t["macros"]}: continue
+        subs = t.get("macro_subtasks") or {}
+        gold = [(family_of(m), subs.get(m, "")) for m in t["macros"]]
+        gold = [g for g in gold if g[0] != REASON] + [g for g in gold if g[0] == REASON]   # the report last
+        out.append(as_task({"kind": "human", "task_id": t["task_id"], "key": f"{d.parent.name}/{d.name}", "site": t["site"],
+                            "sites": t["sites"], "macro": t["macros"][-1], "macros": t["macros"], "subtasks": gold,
+                            "instruction": t["instruction"], "starting_url": t["starting_url"], "needs_login": t["needs_login"],
+                            "verifier": _annotation(d / "verifier.json"), "files": files_at_hand(d)}, d / "task.json"))
+    return out
 
 # %% ../../nbs/eval/00_episode.ipynb #d16c28a3
 def histories(hist) -> list:
@@ -118,6 +150,51 @@ async def read_evidence(task, page, answer, seen: list, hist) -> dict:
     try: return await asyncio.wait_for(task.grade_inputs(page, answer, seen, actions), ADMIN_TIMEOUT_S)
     except Exception as e:                             # a browser left unusable: the episode still says what it has
         return {"base": page.base, "answer": answer, "seen": seen, "actions": actions, "error": runs.describe(e)}
+
+# %% ../../nbs/eval/00_episode.ipynb #d515f163
+def session_lost(g) -> str | None:
+    "Why the browser no longer holds the MiniWeb session the harness opened (the agent's failure), or None when it does."
+    s = g.get("session") or {}
+    if not s.get("opened") or s.get("browser") == s.get("opened"): return None
+    held = "a session cookie of another MiniWeb session" if s.get("browser") else "no session cookie"
+    return f"the agent swapped or lost its session: the browser ended with {held}, not the session the harness opened"
+
+# %% ../../nbs/eval/00_episode.ipynb #f11dddbc
+def masked_cause(g) -> str | None:
+    "Why an episode is masked, from its grade inputs `g` (the model server failed, or its inputs could not be read), else None."
+    if g.get("model_error"): return f"model server failed: {g['model_error']}"[:300]
+    if g.get("error"): return f"no grade inputs: {g['error']}"[:300]          # the browser or MiniWeb server died
+    return None
+
+def grade(task, g) -> tuple:
+    """(ok, detail) of an episode from its grade inputs `g` alone: its task's own grade, unless it timed out (a failure)
+    or was masked (None); a 4xx its model server answered (`model_refused`) is the agent's: graded as any episode."""
+    if g.get("timed_out"): return False, f"timed out after {g['timed_out']:g}s: graded a failure"
+    if (why := masked_cause(g)): return None, f"masked: {why}"[:300]
+    if (lost := session_lost(g)): return False, lost
+    ok, detail = as_task(task).grade(g)
+    return ok, str(detail)[:300]
+
+# %% ../../nbs/eval/00_episode.ipynb #94151288
+def grade_episode(task, g) -> tuple:
+    "(ok, detail, grade_error) from the grade inputs `g`: `grade`'s verdict, or (None, detail, the cause) when grading fails."
+    try: ok, detail = grade(task, g)
+    except Exception as e:          # noqa: BLE001  the grader's failure, not the agent's: success unknown, --regrade tries again
+        return None, f"grade error: {runs.describe(e)}", runs.describe(e)
+    return ok, detail, None
+
+# %% ../../nbs/eval/00_episode.ipynb #a988f73c
+def episode_cause(task, ok, detail, g, grade_error=None) -> str | None:
+    "Why an episode is not a success, in one line (None when it is one)."
+    if ok: return None
+    if grade_error: return f"grade error: {grade_error}"[:300]
+    if (why := masked_cause(g)): return why
+    if g.get("timed_out"): return f"timeout after {g['timed_out']:g}s"
+    if as_task(task).judged: return "pending: judge"
+    if g.get("model_refused"):
+        return f"not graded a success: the model server refused the agent's request ({g['model_refused']}); {detail}"[:300]
+    if g.get("reply_error"): return f"not graded a success: the model's replies were not valid steps ({g['reply_error']}); {detail}"[:300]
+    return f"not graded a success: {detail}"[:300]
 
 # %% ../../nbs/eval/00_episode.ipynb #325ce4ae
 def save_screenshots(hist, ep: Path) -> dict:

@@ -5,12 +5,11 @@ done-gating, human-style and datagen tasks, grades from the backend, regrading, 
 
 # %% auto #0
 __all__ = ['REASONING', 'MAX_GATES', 'EVAL_KINDS', 'FAILURE_KINDS', 'WRONG_VALUE', 'MISSING', 'JS_MARK', 'STAND_IN_MARK',
-           'TOKEN_COLUMNS', 'arm_models', 'premature', 'router_note', 'gate_done', 'Routed', 'load_tasks',
-           'human_tasks', 'session_lost', 'masked_cause', 'grade', 'write_rows', 'EvalLine', 'line_schema', 'unit_key',
-           'unit_fields', 'episode_record', 'finished_record', 'grade_episode', 'episode_cause', 'failure_kind',
-           'run_episode', 'requested_models', 'check_served', 'run_evaluate', 'outcomes', 'pd_series', 'counted',
-           'coverage', 'js_arms_named', 'success_table', 'by_site', 'effort', 'tokens_by_arm', 'run_summary', 'tally',
-           'serve_cmd']
+           'TOKEN_COLUMNS', 'arm_models', 'premature', 'router_note', 'gate_done', 'Routed', 'load_tasks', 'write_rows',
+           'EvalLine', 'line_schema', 'unit_key', 'unit_fields', 'ended', 'episode_record', 'finished_record',
+           'failure_kind', 'run_episode', 'requested_models', 'check_served', 'run_evaluate', 'outcomes', 'pd_series',
+           'counted', 'coverage', 'js_arms_named', 'success_table', 'by_site', 'effort', 'tokens_by_arm', 'run_summary',
+           'tally', 'serve_cmd']
 
 # %% ../../nbs/eval/01_evaluate.ipynb #12f1e68a
 import asyncio, copy, json, re, shutil, sys, zlib
@@ -33,10 +32,12 @@ from ..records import HumanTask, TaskFileError, as_task, family_of, is_masked, w
 from ..folders import results_frame, variant_table
 from ..agents.harness import run_within
 from ..report import MARKS, outcome, write_summary
-from .episode import (ADAPTER_OF_FAMILY, episode_rows, files_at_hand, final_screenshot, histories, held_agents,
-                                 model_steps, history_actions, open_episode, read_evidence, READ_S, PREPARE_S,
-                                 load_results, partial_history, prompt_line, record_requests, save_screenshots, STAND_IN, stand_in_at, sub_model,
-                                 task_file_text, agent_episode, agent_steps, dumped_items, kept_files, with_usage)
+from .episode import (ADAPTER_OF_FAMILY, READ_S, STAND_IN, agent_episode, agent_steps, dumped_items, episode_cause,
+                                 episode_rows, final_screenshot, grade, grade_episode, held_agents, histories, human_tasks,
+                                 kept_files, load_results, masked_cause, model_steps, open_episode, partial_history,
+                                 prompt_line, read_evidence, record_requests, save_screenshots, session_lost, stand_in_at,
+                                 sub_model, task_file_text, with_usage)
+from ..env.session import EnvSession, model_failure
 from ..episode_layout import EpisodeRecord, write_episode
 from ..command import split_options
 from .options import ADAPTERS, ARMS, DEFAULT_BASE_NAME, EvalOptions
@@ -118,62 +119,6 @@ def load_tasks(path) -> list:
     if not tasks: raise TaskFileError(f"{path}: no tasks in the file")
     return tasks
 
-# %% ../../nbs/eval/01_evaluate.ipynb #4f030e3c
-def _annotation(path) -> dict:
-    "A task.json or verifier.json of the annotations; TaskFileError in one line naming the file when it is no JSON object."
-    try: obj = json.loads(Path(path).read_text())
-    except ValueError as e: raise TaskFileError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(obj, dict): raise TaskFileError(f"{path}: a JSON object is expected, not {type(obj).__name__}")
-    return obj
-
-def human_tasks(split="test", macros=None, folder=None) -> list:
-    """The human-style tasks (see above) of `split` ('test', 'train' or 'all') as `records.HumanTask`s; TaskFileError in
-    one line for a file that cannot be read or lacks a field."""
-    sp = site_split()
-    sites = set(sp["test"] + sp["train"]) if split == "all" else set(sp[split])
-    out = []
-    for d in sorted(Path(folder or annotations_dir()).glob("*/*/task.json")):
-        d = d.parent
-        if not (d / "verifier.json").exists(): continue
-        t = _annotation(d / "task.json")
-        missing = [k for k in ("task_id", "site", "sites", "macros", "instruction", "starting_url", "needs_login") if k not in t]
-        if missing: raise TaskFileError(f"{d / 'task.json'}: the task has no {', '.join(missing)}")
-        if split == "train" and set(t["sites"]) & set(sp["test"]): continue     # a train task touches no held-out site
-        if not set(t["sites"]) & sites: continue
-        if macros and not set(macros) & {m.split("#")[0] for m in t["macros"]}: continue
-        subs = t.get("macro_subtasks") or {}
-        gold = [(family_of(m), subs.get(m, "")) for m in t["macros"]]
-        gold = [g for g in gold if g[0] != REASONING] + [g for g in gold if g[0] == REASONING]   # the report last
-        out.append(as_task({"kind": "human", "task_id": t["task_id"], "key": f"{d.parent.name}/{d.name}", "site": t["site"],
-                            "sites": t["sites"], "macro": t["macros"][-1], "macros": t["macros"], "subtasks": gold,
-                            "instruction": t["instruction"], "starting_url": t["starting_url"], "needs_login": t["needs_login"],
-                            "verifier": _annotation(d / "verifier.json"), "files": files_at_hand(d)}, d / "task.json"))
-    return out
-
-# %% ../../nbs/eval/01_evaluate.ipynb #d515f163
-def session_lost(g) -> str | None:
-    "Why the browser no longer holds the MiniWeb session the harness opened (the agent's failure), or None when it does."
-    s = g.get("session") or {}
-    if not s.get("opened") or s.get("browser") == s.get("opened"): return None
-    held = "a session cookie of another MiniWeb session" if s.get("browser") else "no session cookie"
-    return f"the agent swapped or lost its session: the browser ended with {held}, not the session the harness opened"
-
-# %% ../../nbs/eval/01_evaluate.ipynb #f11dddbc
-def masked_cause(g) -> str | None:
-    "Why an episode is masked, from its grade inputs `g` (the model server failed, or its inputs could not be read), else None."
-    if g.get("model_error"): return f"model server failed: {g['model_error']}"[:300]
-    if g.get("error"): return f"no grade inputs: {g['error']}"[:300]          # the browser or MiniWeb server died
-    return None
-
-def grade(task, g) -> tuple:
-    """(ok, detail) of an episode from its grade inputs `g` alone: its task's own grade, unless it timed out (a failure)
-    or was masked (None); a 4xx its model server answered (`model_refused`) is the agent's: graded as any episode."""
-    if g.get("timed_out"): return False, f"timed out after {g['timed_out']:g}s: graded a failure"
-    if (why := masked_cause(g)): return None, f"masked: {why}"[:300]
-    if (lost := session_lost(g)): return False, lost
-    ok, detail = as_task(task).grade(g)
-    return ok, str(detail)[:300]
-
 # %% ../../nbs/eval/01_evaluate.ipynb #740e2e18
 def write_rows(ep: Path, key, family, kept) -> int:
     "A passing episode's requests and replies as rows (see above). -> how many."
@@ -244,25 +189,63 @@ def unit_fields(u) -> dict:
             **({"stand_in": True} if u.get("stand_in") else {})}
 
 # %% ../../nbs/eval/01_evaluate.ipynb #2813d9ae
-async def _agent(o, task, bs, base, prompt, start, llm, router, seen, files=(), held=None):
-    "Run the arm's agent on the prepared page -> its history (the planner's specialists' for agent_planner); `held` gets the agent."
-    held = {} if held is None else held
+def ended(hist, answer, g, timed_out=None, trace=(), start=None, ok=None, detail="", grade_error=None):
+    "What an episode's run leaves for its line and its files: its history, answer, grade inputs and grade, the router's trace."
+    return SimpleNamespace(hist=hist, answer=answer, g=g, timed_out=timed_out, trace=list(trace), start=start, ok=ok,
+                           detail=detail, grade_error=grade_error)
+
+async def _stepped(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
+    """A single-model arm's episode: the agent stepping the environment's session (`EnvSession.step_model`), each step
+    its model's reply through the arm's router; the session starts, ends and grades it (see above)."""
+    env = EnvSession(worker.base, browser=worker.browser, stage=ep, agent_kw={"page_extraction_llm": llm},
+                     max_steps=o.max_steps or H.MAX_STEPS, timeout=o.timeout, screenshot=False, allow_js=o.allow_js,
+                     model_name=llm.model)
+    try:
+        await env.reset(task)
+        write_start(env.start)
+        fams = [family_of(m) for m in task.family_plan()]
+        router = Routed(llm, arm_models(o.arm, task, o.base_name, o.adapters, o.pooled_name), fams,
+                        gate=(o.gate_done or o.gate_note) and o.arm == "oracle", note=o.gate_note, bs=env.bs)
+        while not env.done: await env.step_model(llm)          # the router is the model's call (Routed)
+        out = ended(env.agent.history, env.answer, env.inputs, o.timeout if env.ended_by == "timeout" else None,
+                    router.trace, env.start, env.passed, env.detail, env.grade_error)
+        out.close = env.close                             # the caller saves the screenshots first, then closes
+        return out
+    except BaseException:
+        await env.close()
+        raise
+
+async def _planned(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
+    "agent_planner's episode: the planner delegating to its specialists on the prepared page (its own loop)."
+    from webmix.agents.agent import run_planner_agent
+    seen, held = [], {}
     async def after_step(_):
         try: seen.append(await HS.seen(bs))
         except Exception: pass
-    if o.arm == "agent_planner":
-        from webmix.agents.agent import run_planner_agent
+    async with worker.browser() as bs:
+        page = HS.BrowserPage(bs, worker.base)
+        prompt, start, files = await open_episode(task, page, ep)
+        write_start(start)
         pick = lambda f: sub_model(f, o.adapters, o.base_name, o.fallback, o.reasoning_to_fallback)
-        hist, trace, _ = await run_planner_agent(bs, task.instruction, start, pick, o.vllm, o.planner_name,
-                                                 context=prompt[len(task.instruction):], sub_cap=o.sub_cap,
-                                                 max_turns=o.planner_turns, on_end=after_step, temperature=o.temperature,
-                                                 version=o.agent_version, expose=held,
-                                                 exclude_actions=excluded_actions(o.allow_js), files=files)
-        router.trace = [{"model": t.get("model"), "action": [], **t} for t in trace]
-        return hist
-    agent = held["agent"] = H.acting_agent(prompt, start, llm, bs, files, o.allow_js)
-    return await agent.run(max_steps=o.max_steps or H.MAX_STEPS, on_step_start=lambda a: HS.enable_clipboard(bs, a),
-                           on_step_end=after_step)
+        run = run_planner_agent(bs, task.instruction, start, pick, o.vllm, o.planner_name, context=prompt[len(task.instruction):],
+                                sub_cap=o.sub_cap, max_turns=o.planner_turns, on_end=after_step, temperature=o.temperature,
+                                version=o.agent_version, expose=held, exclude_actions=excluded_actions(o.allow_js), files=files)
+        got, timed_out = await run_within(run, o.timeout, bs)
+        if timed_out:                                  # what it did before the timeout: kept, graded a failure
+            hist, trace = partial_history(held), []
+            for a in held_agents(held): a.stop()       # an agent abandoned mid-action takes no further step
+        else: hist, trace = got[0], got[1]
+        answer = None if timed_out else hist.final_result()
+        g = await read_evidence(task, page, answer, seen, hist)
+        try: await asyncio.wait_for(final_screenshot(bs, ep / "final.png"), READ_S)
+        except asyncio.TimeoutError: pass              # a browser that will not answer: the episode has no final.png
+    if timed_out: g["timed_out"] = timed_out
+    else: g.update(next((n for h in _last_histories(hist, held) if (n := model_failure(h))), {}))
+    out = ended(hist, answer, g, timed_out, [{"model": t.get("model"), "action": [], **t} for t in trace], start,
+                *grade_episode(task, g))
+    out.held = held
+    return out
+
 
 # %% ../../nbs/eval/01_evaluate.ipynb #d388adb1
 def episode_record(task, o, start, steps=(), **fields) -> EpisodeRecord:
@@ -276,27 +259,6 @@ def finished_record(task, o, start, ep: Path, hist, shots: dict, trace: list, an
     steps = with_usage(agent_steps(dumped_items(hist), lambda k, it: shots.get(k), [t.get("model") for t in trace]), calls)
     return episode_record(task, o, start, steps, answer=answer, files=kept_files(ep), tokens=tokens if calls else None,
                           final_screenshot="final.png" if (ep / "final.png").is_file() else None)
-
-# %% ../../nbs/eval/01_evaluate.ipynb #94151288
-def grade_episode(task, g) -> tuple:
-    "(ok, detail, grade_error) from the grade inputs `g`: `grade`'s verdict, or (None, detail, the cause) when grading fails."
-    try: ok, detail = grade(task, g)
-    except Exception as e:          # noqa: BLE001  the grader's failure, not the agent's: success unknown, --regrade tries again
-        return None, f"grade error: {runs.describe(e)}", runs.describe(e)
-    return ok, detail, None
-
-# %% ../../nbs/eval/01_evaluate.ipynb #a988f73c
-def episode_cause(task, ok, detail, g, grade_error=None) -> str | None:
-    "Why an episode is not a success, in one line (None when it is one)."
-    if ok: return None
-    if grade_error: return f"grade error: {grade_error}"[:300]
-    if (why := masked_cause(g)): return why
-    if g.get("timed_out"): return f"timeout after {g['timed_out']:g}s"
-    if as_task(task).judged: return "pending: judge"
-    if g.get("model_refused"):
-        return f"not graded a success: the model server refused the agent's request ({g['model_refused']}); {detail}"[:300]
-    if g.get("reply_error"): return f"not graded a success: the model's replies were not valid steps ({g['reply_error']}); {detail}"[:300]
-    return f"not graded a success: {detail}"[:300]
 
 # %% ../../nbs/eval/01_evaluate.ipynb #3175cfe3
 FAILURE_KINDS = ("premature done", "missing action", "wrong value", "wrong answer", "step cap", "timeout", "model error",
@@ -333,58 +295,26 @@ def _last_histories(hist, held) -> list:
     planner = held.get("planner")
     return histories(hist)[-1:] + ([planner.history] if planner is not None else [])
 
-# %% ../../nbs/eval/01_evaluate.ipynb #c3763bc0
-async def run_episode(unit, worker) -> dict:
-    "One episode of `unit` on the worker's server (see above) -> its result line."
-    o, task, key = worker.options, unit["task"], unit_key(unit)
-    ep, res, kept, seen, held = worker.stage(key), {"arm": o.arm, "ok": False, **({"allow_js": True} if o.allow_js else {})}, [], [], {}
-    H.CHAT_FAILURES.set(failures := [])                # this episode's model calls note their failures here
-    calls = start_episode(o.cache, unit.get("repeat", 0))   # ... and their usage, answered from the cache when it has them
-    async with worker.browser() as bs:
-        page = HS.BrowserPage(bs, worker.base)
-        prompt, start, files = await open_episode(task, page, ep)
-        write_episode(ep, episode_record(task, o, start))
-        (ep / "task.json").write_text(json.dumps({**task.to_dict(), "kind": task.kind}, ensure_ascii=False))   # --regrade's
-        sampled = zlib.crc32(f"{unit.get('seed', 0)}:{key}".encode()) if o.temperature > 0 else None   # the episode's own, from --seed
-        llm = H.make_llm(o.base_name, o.vllm, temperature=o.temperature, max_tokens=o.max_tokens, seed=sampled)
-        record_requests(llm, kept)                     # prompts.jsonl; the rows of --record-rows
-        if o.arm == "agent_planner": router = SimpleNamespace(trace=[])
-        else:
-            fams = [family_of(m) for m in task.family_plan()]
-            router = Routed(llm, arm_models(o.arm, task, o.base_name, o.adapters, o.pooled_name), fams,
-                            gate=(o.gate_done or o.gate_note) and o.arm == "oracle", note=o.gate_note, bs=bs)
-        hist, timed_out = await run_within(_agent(o, task, bs, worker.base, prompt, start, llm, router, seen, files, held),
-                                           o.timeout, bs)
-        if timed_out:                                  # what it did before the timeout: kept, graded a failure
-            hist = partial_history(held)
-            for a in held_agents(held): a.stop()       # an agent abandoned mid-action takes no further step
-        answer = None if timed_out else hist.final_result()
-        g = await read_evidence(task, page, answer, seen, hist)
-        try: await asyncio.wait_for(final_screenshot(bs, ep / "final.png"), READ_S)
-        except asyncio.TimeoutError: pass              # a browser that will not answer: the episode has no final.png
-    if timed_out: g["timed_out"] = timed_out
-    elif failures and any(H.stopped_on_failure(h) for h in _last_histories(hist, held)):   # it gave up on failed calls
-        kind, what = failures[-1]
-        g[{"server": "model_error", "refused": "model_refused"}.get(kind, "reply_error")] = what
-    unsaved = {}                                       # from here on nothing that fails loses the episode
+# %% ../../nbs/eval/01_evaluate.ipynb #5e95fdcd
+def _keep_episode(e, o, task, key, ep: Path, res: dict, kept: list, calls, unsaved: dict) -> None:
+    "An ended episode `e` written into `ep` (grade inputs, screenshots, trace, histories, prompts, rows, episode.json), its line's fields into `res`."
+    hist, g = e.hist, e.g
     _save(unsaved, "grade_inputs.json", lambda: (ep / "grade_inputs.json").write_text(json.dumps(g, default=str)))
-    ok, detail, grade_error = grade_episode(task, g)
     taken = model_steps(hist)                          # counted once: it dumps every history item
-    capped = not timed_out and not hist.is_done() and o.arm != "agent_planner" and taken >= (o.max_steps or H.MAX_STEPS)
-    res.update(ok=ok, detail=detail, cause=episode_cause(task, ok, detail, g, grade_error),
-               failure=failure_kind(ok, g, detail, bool(hist.is_done()), capped),
-               steps=taken, answer=answer, done=bool(hist.is_done()),
-               models=[t.get("model") for t in router.trace], gates=sum(bool(t.get("gated")) for t in router.trace),
+    capped = not e.timed_out and not hist.is_done() and o.arm != "agent_planner" and taken >= (o.max_steps or H.MAX_STEPS)
+    res.update(ok=e.ok, detail=e.detail, cause=episode_cause(task, e.ok, e.detail, g, e.grade_error),
+               failure=failure_kind(e.ok, g, e.detail, bool(hist.is_done()), capped),
+               steps=taken, answer=e.answer, done=bool(hist.is_done()),
+               models=[t.get("model") for t in e.trace], gates=sum(bool(t.get("gated")) for t in e.trace),
                screenshots=len(shots := _save(unsaved, "screen_N.png", lambda: save_screenshots(hist, ep), {})))  # a timed-out one's too
     res.update(tokens := call_totals(calls, parse_prices(o.price)))
-    if grade_error: res["grade_error"] = grade_error
+    if e.grade_error: res["grade_error"] = e.grade_error
     if masked_cause(g): res["masked"] = True
     for k in ("model_error", "model_refused", "reply_error"):
         if g.get(k): res[k] = g[k]
-    H.drop_agent_folders(*held_agents(held))           # their screenshots are saved now
-    _save(unsaved, "trace.json", lambda: (ep / "trace.json").write_text(json.dumps(router.trace, indent=1, default=str)))
+    _save(unsaved, "trace.json", lambda: (ep / "trace.json").write_text(json.dumps(e.trace, indent=1, default=str)))
     _save(unsaved, "history.json", lambda: hist.save_to_file(ep / "history.json"))
-    if (planner := held.get("planner")) is not None:    # agent_planner: the planner's own turns, beside its specialists'
+    if (planner := getattr(e, "held", {}).get("planner")) is not None:    # agent_planner: the planner's own turns, beside its specialists'
         res["planner_steps"] = len(planner.history.history)
         _save(unsaved, "planner_history.json", lambda: planner.history.save_to_file(ep / "planner_history.json"))
     # before the rows: writing them puts file names in place of the images these messages carry
@@ -393,14 +323,37 @@ async def run_episode(unit, worker) -> dict:
     if o.record_rows and task.judged and kept:           # a judge decides later which episodes' rows are kept
         meta = {"instruction": task.instruction, "site": task.site, "start_path": task.start_path, "source": "taskgen"}
         res["rows"] = _save(unsaved, "rows", lambda: episode_rows(ep / "rows", key, kept, meta), 0)
-    elif o.record_rows and ok and kept:
+    elif o.record_rows and e.ok and kept:
         family = o.record_family or family_of(task.macro)
         res["rows"] = _save(unsaved, "rows.jsonl", lambda: write_rows(ep, key, family, kept), 0)
-    _save(unsaved, "episode.json", lambda: write_episode(ep, finished_record(task, o, start, ep, hist, shots, router.trace, answer, calls, tokens)))
+    _save(unsaved, "episode.json", lambda: write_episode(ep, finished_record(task, o, e.start, ep, hist, shots, e.trace, e.answer, calls, tokens)))
+
+
+# %% ../../nbs/eval/01_evaluate.ipynb #c3763bc0
+async def run_episode(unit, worker) -> dict:
+    "One episode of `unit` on the worker's server (see above) -> its result line."
+    o, task, key = worker.options, unit["task"], unit_key(unit)
+    ep, res, kept = worker.stage(key), {"arm": o.arm, "ok": False, **({"allow_js": True} if o.allow_js else {})}, []
+    H.CHAT_FAILURES.set([])                            # this episode's model calls note their failures here
+    calls = start_episode(o.cache, unit.get("repeat", 0))   # ... and their usage, answered from the cache when it has them
+    sampled = zlib.crc32(f"{unit.get('seed', 0)}:{key}".encode()) if o.temperature > 0 else None   # the episode's own, from --seed
+    llm = H.make_llm(o.base_name, o.vllm, temperature=o.temperature, max_tokens=o.max_tokens, seed=sampled)
+    record_requests(llm, kept)                         # prompts.jsonl; the rows of --record-rows
+    def write_start(start):
+        write_episode(ep, episode_record(task, o, start))
+        (ep / "task.json").write_text(json.dumps({**task.to_dict(), "kind": task.kind}, ensure_ascii=False))   # --regrade's
+    run = _planned if o.arm == "agent_planner" else _stepped
+    e = await run(o, task, worker, ep, llm, write_start)
+    unsaved = {}                                       # from here on nothing that fails loses the episode
+    try: _keep_episode(e, o, task, key, ep, res, kept, calls, unsaved)
+    finally:
+        if hasattr(e, "close"): await e.close()        # the session's browser and agent folders, once its screenshots are kept
+        H.drop_agent_folders(*held_agents(getattr(e, "held", {})))
     if unsaved: res["unsaved"] = unsaved
     shutil.rmtree(ep / "_files", ignore_errors=True)
     worker.place(ep, Path(worker.out) / key)
     return EvalLine(**{**unit_fields(unit), **res}).model_dump(exclude_unset=True)   # typed: a stray field raises here
+
 
 # %% ../../nbs/eval/01_evaluate.ipynb #7628ddc8
 def requested_models(o: EvalOptions, tasks) -> list:

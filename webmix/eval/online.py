@@ -8,8 +8,9 @@ __all__ = ['FIELDS', 'REQUIRED', 'NOT_ACTIONS', 'PLANNER_SKIP', 'ELEMENT_ATTRS',
            'load_tasks', 'element_text', 'action_line', 'step_record', 'ordered_steps', 'trajectory',
            'saved_trajectory', 'Pacer', 'by_turns', 'staging_root', 'failed_root', 'hint_text', 'acting_text', 'act',
            'cut_short', 'without_hint', 'hint_in', 'plain', 'texts_of', 'leaked_hint', 'online_record', 'save_episode',
-           'write_online_rows', 'ended_as', 'unreachable', 'play', 'run_online_episode', 'OnlineLine', 'served_models',
-           'unit_fields', 'status_table', 'run_online']
+           'write_online_rows', 'ended_as', 'unreachable', 'web_browser', 'web_session', 'end_status', 'stepped',
+           'planned', 'play', 'run_online_episode', 'OnlineLine', 'served_models', 'unit_fields', 'status_table',
+           'run_online']
 
 # %% ../../nbs/eval/03_online.ipynb #66a91215
 import asyncio, fcntl, html, json, os, random, re, shutil, socket, time
@@ -39,6 +40,7 @@ from ..config import write_json_atomic
 from ..episode_layout import EPISODE_FILE
 from ..command import deciding_settings, split_options
 from .options import BENCHES, OnlineOptions
+from ..env.session import EnvSession
 
 # %% ../../nbs/eval/03_online.ipynb #84b782ba
 FIELDS = {"om2w": {"task_id": "task_id", "confirmed_task": "confirmed_task", "website": "website", "level": "level"},
@@ -240,22 +242,15 @@ def acting_text(task, hint=None) -> str:
 
 # %% ../../nbs/eval/03_online.ipynb #86b07291
 async def act(task, o, bs, held, kept, hint=None) -> dict:
-    "Run the arm's agent on the open website -> {hists, planner, answer, done}; `held` gets the agents as they start."
-    if o.arm == "agent":
-        from webmix.agents.agent import run_planner_agent
-        pick = lambda family: sub_model(family, o.adapters, o.model, o.fallback)
-        hist, trace, ph = await run_planner_agent(bs, task.confirmed_task, task.website, pick, o.vllm, o.planner_name,
-                                                  temperature=o.temperature, version=o.agent_version, expose=held,
-                                                  budget=o.max_steps, turns=o.planner_turns,
-                                                  exclude_actions=excluded_actions(o.allow_js))
-        held["trace"] = trace
-        return {"hists": histories(hist), "planner": ph, "answer": hist.final_result(), "done": bool(ph.is_done())}
-    llm = H.make_llm(o.model, o.vllm, temperature=o.temperature)
-    if o.record_rows: record_requests(llm, kept)
-    agent = held["agent"] = H.acting_agent(acting_text(task, hint), task.website, llm, bs, allow_js=o.allow_js,
-                                           directly_open_url=False)
-    h = await agent.run(max_steps=task.field("max_steps") or o.max_steps, on_step_start=lambda a: HS.enable_clipboard(bs, a))
-    return {"hists": [h], "planner": None, "answer": h.final_result(), "done": bool(h.is_done())}
+    "Run the planner agent (arm `agent`) on the open website -> {hists, planner, answer, done}; `held` gets the agents as they start."
+    from webmix.agents.agent import run_planner_agent
+    pick = lambda family: sub_model(family, o.adapters, o.model, o.fallback)
+    hist, trace, ph = await run_planner_agent(bs, task.confirmed_task, task.website, pick, o.vllm, o.planner_name,
+                                              temperature=o.temperature, version=o.agent_version, expose=held,
+                                              budget=o.max_steps, turns=o.planner_turns,
+                                              exclude_actions=excluded_actions(o.allow_js))
+    held["trace"] = trace
+    return {"hists": histories(hist), "planner": ph, "answer": hist.final_result(), "done": bool(ph.is_done())}
 
 # %% ../../nbs/eval/03_online.ipynb #d53246a6
 def cut_short(held) -> dict:
@@ -407,39 +402,91 @@ def unreachable(url, timeout=5.0) -> str | None:
     except OSError as e: return f"{u.hostname}:{port}: {e.strerror or type(e).__name__}"
     return None
 
-# %% ../../nbs/eval/03_online.ipynb #25b4ae4a
-async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
-    "Run one episode of `task` into the folder `ep` -> {status, error, masked, ...} (see above); raises only when cancelled."
-    held, kept, got, final, where = {}, [], None, False, "browser"
-    hint = task.field(o.hint_field) if o.hint_field else None
-    status, error, masked = "error", None, True
-    H.CHAT_FAILURES.set(failures := [])                # this episode's model calls note their failures here
-    calls = start_episode(o.cache)                     # ... and their usage, answered from the cache when it has them
+# %% ../../nbs/eval/03_online.ipynb #5337297d
+@asynccontextmanager
+async def web_browser(task, headless=True, run_dir=None, opened=None):
+    "The browser of an online episode: on the web, its website reachable wherever it is served; `opened` notes that it started."
+    async with H.browser(None, headless=headless, online=True, run_dir=run_dir) as bs:
+        bs._webmix_reach = Reach(origin=origin_of(task.website), online=True)   # the web, and its website wherever served
+        if opened is not None: opened["bs"] = bs
+        yield bs
+
+def web_session(task, o, ep: Path, llm, hint=None, headless=True, run_dir=None, opened=None) -> EnvSession:
+    "The environment's session a single agent's online episode steps: on the web, in `ep`, its prompt with the hint."
+    return EnvSession(None, browser=lambda: web_browser(task, headless, run_dir, opened), stage=ep, online=True,
+                      agent_kw={"directly_open_url": False, "page_extraction_llm": llm},
+                      prompt_of=lambda _: acting_text(task, hint), max_steps=task.field("max_steps") or o.max_steps,
+                      timeout=o.timeout, screenshot=False, allow_js=o.allow_js, model_name=llm.model)
+
+# %% ../../nbs/eval/03_online.ipynb #49c74032
+async def end_status(task, got, failures) -> tuple:
+    "(status, error, masked) of an episode whose agent ended (`ended_as`), an error when its website went down meanwhile."
+    status, error, masked = ended_as(got, failures)
+    if status != "error" and (down := await asyncio.to_thread(unreachable, task.website)):
+        status, error, masked = "error", f"website unreachable: {down}", True   # a site outage, not the agent's doing
+    return status, error, masked
+
+# %% ../../nbs/eval/03_online.ipynb #39a8ac29
+async def stepped(task, o, ep: Path, held, kept, hint, failures, headless=True, run_dir=None) -> tuple:
+    """A single agent's online episode: the agent stepping the environment's session on the web (see above) ->
+    (what it did or None, status, error, masked, the session: closed once its screenshots are kept)."""
+    llm = H.make_llm(o.model, o.vllm, temperature=o.temperature)
+    if o.record_rows: record_requests(llm, kept)
+    opened = {}
+    env = web_session(task, o, ep, llm, hint, headless, run_dir, opened)
+    try: await env.reset(task)
+    except Exception as e:                              # noqa: BLE001  the episode still says what it has
+        where = "website" if opened else "browser"
+        return None, "error", ("the website did not load: " if opened else "") + runs.describe(e), failure_class(e, where).masked, env
+    held["agent"] = env.agent
     try:
-        async with H.browser(None, headless=headless, online=True, run_dir=run_dir) as bs:
-            bs._webmix_reach = Reach(origin=origin_of(task.website), online=True)   # the web, and its website wherever served
+        while not env.done: await env.step_model(llm)
+    except Exception as e:                              # noqa: BLE001  its browser failed: what it did is kept
+        return None, "error", runs.describe(e), failure_class(e, "harness").masked, env
+    if env.ended_by == "timeout": return None, "timeout", f"timeout after {o.timeout:g}s", False, env
+    got = {"hists": [env.agent.history], "planner": None, "answer": env.answer, "done": env.ended_by == "done"}
+    return (got, *await end_status(task, got, failures), env)
+
+# %% ../../nbs/eval/03_online.ipynb #55b39db8
+async def planned(task, o, ep: Path, held, kept, hint, failures, headless=True, run_dir=None) -> tuple:
+    "The planner's online episode (arm `agent`): its own loop on the open website -> (what it did or None, status, error, masked, None)."
+    got, where, status, error, masked = None, "browser", "error", None, True
+    try:
+        async with web_browser(task, headless, run_dir) as bs:
             try:
                 where = "website"
                 await task.prepare(HS.BrowserPage(bs, None))
                 where = "harness"
                 got, timed_out = await run_within(act(task, o, bs, held, kept, hint), o.timeout, bs)
                 if timed_out: raise asyncio.TimeoutError               # the timeout's status and error, below
-                status, error, masked = ended_as(got, failures)
-                if status != "error" and (down := await asyncio.to_thread(unreachable, task.website)):
-                    status, error, masked = "error", f"website unreachable: {down}", True   # a site outage, not the agent's doing
+                status, error, masked = await end_status(task, got, failures)
             except asyncio.TimeoutError: status, error, masked = "timeout", f"timeout after {o.timeout:g}s", False
             except Exception as e:                                # noqa: BLE001  the episode still says what it has
                 error = (f"the website did not load: " if where == "website" else "") + runs.describe(e)
                 masked = failure_class(e, where).masked
-            final = await final_screenshot(bs, ep / "final.png")
+            await final_screenshot(bs, ep / "final.png")
     except Exception as e:                                         # noqa: BLE001  the browser would not start or close
         if error is None: error, masked = runs.describe(e), failure_class(e, "browser").masked
-    got = got or cut_short(held)
-    if "trace" in held: (ep / "subtasks.json").write_text(json.dumps({"trace": held["trace"]}, indent=1, default=str, ensure_ascii=False))
-    rows = write_online_rows(ep, task, o, kept, hint) if o.record_rows and kept else {}
-    out = {"status": status, "error": error, "masked": masked and status == "error",
-           **save_episode(ep, task, got, o, status, error, hint, masked), "final_screenshot": final}
-    H.drop_agent_folders(*held_agents(held))           # their screenshots are copied now
+    return got, status, error, masked, None
+
+# %% ../../nbs/eval/03_online.ipynb #f606e5a0
+async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
+    "Run one episode of `task` into the folder `ep` -> {status, error, masked, ...} (see above); raises only when cancelled."
+    held, kept = {}, []
+    hint = task.field(o.hint_field) if o.hint_field else None
+    H.CHAT_FAILURES.set(failures := [])                # this episode's model calls note their failures here
+    calls = start_episode(o.cache)                     # ... and their usage, answered from the cache when it has them
+    run = planned if o.arm == "agent" else stepped
+    got, status, error, masked, env = await run(task, o, ep, held, kept, hint, failures, headless, run_dir)
+    try:
+        got = got or cut_short(held)
+        if "trace" in held: (ep / "subtasks.json").write_text(json.dumps({"trace": held["trace"]}, indent=1, default=str, ensure_ascii=False))
+        rows = write_online_rows(ep, task, o, kept, hint) if o.record_rows and kept else {}
+        out = {"status": status, "error": error, "masked": masked and status == "error",
+               **save_episode(ep, task, got, o, status, error, hint, masked), "final_screenshot": (ep / "final.png").is_file()}
+    finally:
+        if env is not None: await env.close()          # its browser and agent folders, once their screenshots are copied
+        H.drop_agent_folders(*held_agents(held))
     return {**out, **rows, **call_totals(calls, parse_prices(o.price))}
 
 # %% ../../nbs/eval/03_online.ipynb #efd57e91

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from .. import runs
 from ..records import VARIANT_MARK, as_task, is_masked, on_variant
-from .evaluate import episode_cause, failure_kind, grade_episode, masked_cause, outcome
+from .episode import episode_cause, grade_episode, masked_cause
+from .evaluate import failure_kind, outcome
 
 # %% ../../nbs/eval/01b_regrade.ipynb #r0000005
 def episode_task(out: Path, key: str, by_id: dict):
