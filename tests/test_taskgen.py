@@ -199,7 +199,7 @@ def test_rows_budget_interleaving_and_schema(run, tmp_path):
     wins = [t["task_id"] for t in run["proposed"] if json.loads((jdir / f"{t['task_id']}.json").read_text())["predicted_label"]]
     steps = {k: len(read_lines(run["run"] / k / "rows" / "rows.jsonl")) for k in wins}
     assert wins and all(steps.values())
-    order = T.interleave([t["task_id"] for t in run["proposed"]], T.site_of_task)
+    order = T.round_robin([t["task_id"] for t in run["proposed"]], T.site_of_task)
     assert [T.site_of_task(k) for k in order] == ["kanban", "shop", "kanban", "shop"]      # sites take turns
     # a budget that is every success's steps: all kept, exactly
     total = sum(steps.values())

@@ -9,7 +9,7 @@ __all__ = ['HOST', 'GC_THAW_EVERY', 'BACKENDS', 'mkdir_below', 'Worker', 'Worker
            'fetch_title']
 
 # %% ../nbs/03_runs.ipynb #5e27602e
-import asyncio, fcntl, gc, hashlib, json, os, platform, re, shutil, socket, subprocess, sys, time, traceback, uuid
+import asyncio, fcntl, gc, hashlib, json, os, platform, re, shutil, signal, socket, subprocess, sys, time, traceback, uuid
 import concurrent.futures as cf
 from collections import Counter
 from contextlib import contextmanager
@@ -21,6 +21,7 @@ from . import config
 from .config import append_jsonl, short, write_json_atomic
 from .command import parse_shard
 from .records import failure_class, is_masked
+from .world.servers import die_with_parent
 from .folders import (RESULTS, FolderBusy, ManifestMismatch, RunRefused, _close_torn_line, close_manifest,
                             done_keys, folder_lock, in_shard, latest, new_manifest, now, open_manifest, read_results)
 
@@ -432,13 +433,6 @@ def _ray(todo, run_one, key, fields, ctx, record):
 # %% ../nbs/03_runs.ipynb #abdc039f
 _PROC_WORKER = None          # in a worker process of the processes backend: its WorkerBody
 
-def _die_with_parent() -> None:
-    "Have the kernel kill this process when the process that started it ends (Linux; elsewhere a no-op)."
-    if not sys.platform.startswith("linux"): return
-    import ctypes, signal
-    try: ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
-    except (OSError, AttributeError): pass
-
 def _found_by_name(*objs) -> bool:
     "Whether `objs` pickle, and by names another process can import (a function of `__main__`, a lambda cannot)."
     import pickle
@@ -449,7 +443,7 @@ def _found_by_name(*objs) -> bool:
 
 def _start_proc_worker(*args) -> None:
     global _PROC_WORKER
-    _die_with_parent()
+    die_with_parent(signal.SIGKILL)          # a worker whose run ended has nothing left to save
     _PROC_WORKER = WorkerBody(*args)
 
 def _proc_run(run_one, unit, key, timeout, fields) -> dict: return _PROC_WORKER.run(run_one, unit, key, timeout, fields)

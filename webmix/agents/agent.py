@@ -6,7 +6,7 @@ the planner versions."""
 
 # %% auto #0
 __all__ = ['FAMILY_HINTS', 'Family', 'DELEGATE_DOC', 'planner_prompt', 'element_field', 'render_element', 'element_brief',
-           'action_brief', 'item_actions', 'history_actions', 'outcome', 'url_query', 'report', 'page_now',
+           'action_brief', 'item_actions', 'brief_actions', 'outcome', 'url_query', 'report', 'page_now',
            'SessionAgent', 'Team', 'Delegate', 'planner_tools', 'planner_agent', 'SpecialistHistories',
            'run_planner_agent', 'index_of']
 
@@ -116,7 +116,7 @@ def item_actions(item) -> list:
     return out
 
 # %% ../../nbs/agents/03_agent.ipynb #3a7f0288
-def history_actions(hist, limit: int = 8) -> list:
+def brief_actions(hist, limit: int = 8) -> list:
     "A specialist history's actions, briefly, `done` left out (its text is the final message); failed ones marked."
     out = []
     for item in getattr(hist, "history", None) or []:
@@ -228,7 +228,7 @@ class Team:
         self.hists.append(hist)
         url, title = await page_now(bs)
         answer = hist.final_result() if hist.is_done() else None
-        rep = report(family, outcome(hist, steps, cap, error), history_actions(hist), answer, url, title,
+        rep = report(family, outcome(hist, steps, cap, error), brief_actions(hist), answer, url, title,
                      self.left, self.budget)
         self.trace.append({**entry, "steps": steps, "answer": answer, "report": rep, "url": url,
                            "seconds": round(time.perf_counter() - t0, 3), "ended": time.time(),   # the server log's clock

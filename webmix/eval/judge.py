@@ -181,7 +181,7 @@ def episode_trajectory(ep: Path, g: dict) -> tuple:
         try: return O.saved_trajectory(files)
         except (OSError, ValueError, AttributeError): pass         # a history cut mid-write: the grade inputs have the actions
     acts = [(*next(iter(a.items())), None) for a in g.get("actions") or [] if isinstance(a, dict) and a]
-    return O.step_record(acts, None, None)[0], []
+    return O.judge_step(acts, None, None)[0], []
 
 # %% ../../nbs/eval/05_judge.ipynb #ae710a10
 def as_online(run, dest=None) -> Path:

@@ -5,9 +5,9 @@ task on its live website, saved in the layout WebJudge reads, polite pacing per 
 
 # %% auto #0
 __all__ = ['FIELDS', 'REQUIRED', 'NOT_ACTIONS', 'PLANNER_SKIP', 'ELEMENT_ATTRS', 'EPISODE_MARGIN_S', 'LEAK_RUN', 'online_task',
-           'load_tasks', 'element_text', 'action_line', 'step_record', 'ordered_steps', 'trajectory',
-           'saved_trajectory', 'Pacer', 'by_turns', 'staging_root', 'failed_root', 'hint_text', 'acting_text', 'act',
-           'cut_short', 'without_hint', 'hint_in', 'plain', 'texts_of', 'leaked_hint', 'online_record', 'save_episode',
+           'load_tasks', 'element_text', 'judge_line', 'judge_step', 'ordered_steps', 'trajectory', 'saved_trajectory',
+           'Pacer', 'by_turns', 'staging_root', 'failed_root', 'hint_text', 'acting_text', 'act', 'cut_short',
+           'without_hint', 'hint_in', 'plain', 'texts_of', 'leaked_hint', 'online_record', 'save_episode',
            'write_online_rows', 'ended_as', 'unreachable', 'web_browser', 'web_session', 'end_status', 'stepped',
            'planned', 'play', 'run_online_episode', 'OnlineLine', 'served_models', 'unit_fields', 'status_table',
            'run_online']
@@ -104,7 +104,7 @@ def element_text(el) -> str:
     return render_element(el, ELEMENT_ATTRS, lambda v: str(v)[:80], quoted=True)
 
 # %% ../../nbs/eval/03_online.ipynb #83f9aa98
-def action_line(name: str, params: dict, el=None) -> str:
+def judge_line(name: str, params: dict, el=None) -> str:
     "One action as a factual line (see above)."
     p = params or {}
     if name in ("click", "dropdown_options"):
@@ -120,9 +120,9 @@ def action_line(name: str, params: dict, el=None) -> str:
     return f"{name.upper()} {json.dumps(p, ensure_ascii=False)[:120]}"
 
 # %% ../../nbs/eval/03_online.ipynb #7fcd4463
-def step_record(acts, next_goal, memory, skip=()) -> tuple:
+def judge_step(acts, next_goal, memory, skip=()) -> tuple:
     "(action lines, thought) of one agent step: `acts` are its (name, params, element); `done` and `skip` are no lines."
-    lines = [action_line(name, params, el) for name, params, el in acts if name not in NOT_ACTIONS and name not in skip]
+    lines = [judge_line(name, params, el) for name, params, el in acts if name not in NOT_ACTIONS and name not in skip]
     return lines, str(next_goal or memory or "")[:400]
 
 # %% ../../nbs/eval/03_online.ipynb #2a35386a
@@ -142,7 +142,7 @@ def trajectory(hists, planner=None) -> tuple:
         if path and Path(path).exists(): shots.append(path)
         mo = st.model_output
         if mo is None: continue
-        lines, thought = step_record([(n, p, el) for n, p, el, _ in item_actions(st)], getattr(mo, "next_goal", None),
+        lines, thought = judge_step([(n, p, el) for n, p, el, _ in item_actions(st)], getattr(mo, "next_goal", None),
                                      getattr(mo, "memory", None), PLANNER_SKIP if is_planner else ())
         actions += lines
         thoughts.append(thought)
@@ -159,7 +159,7 @@ def saved_trajectory(files) -> tuple:
             els = (st.get("state") or {}).get("interacted_element") or []
             acts = [(*next(iter(a.items())), els[k] if k < len(els) else None)
                     for k, a in enumerate(mo.get("action") or []) if isinstance(a, dict) and a]
-            lines, thought = step_record(acts, mo.get("next_goal"), mo.get("memory"))
+            lines, thought = judge_step(acts, mo.get("next_goal"), mo.get("memory"))
             actions += lines
             thoughts.append(thought)
     return actions, thoughts
