@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WIDGET = "application/vnd.jupyter.widget-view+json"
 PLOTLY = "application/vnd.plotly.v1+json"
 EXTERNAL = re.compile(r"<(script|link|img|iframe|source)\b[^>]*?\b(src|href)\s*=\s*[\"']?(https?:)?//", re.I)
-WINGS = {"tutorials": "Tutorials", "": "Ground floor", "world": "World", "agents": "Agents", "data": "Data", "eval": "Evaluation", "env": "Environment", "views": "Views"}
+WINGS = {"tutorials": "Tutorials", "guide": "Guide", "": "Ground floor", "world": "World", "agents": "Agents", "data": "Data", "eval": "Evaluation", "env": "Environment", "views": "Views"}
 EXPLANATIONS = ("01_formats", "02b_folders", "02c_episode_layout", "91_job")   # ground-floor notebooks that explain
 
 
@@ -63,9 +63,25 @@ def card(obj, name: str, anchor: str, level: int = 3) -> str:
     try: md = BasicMarkdownRenderer(obj, name=name, title_level=level)._repr_markdown_()
     except Exception as e:                                  # a name show_doc cannot read still gets its heading
         md = f"{'#' * level} {name}\n\n(no signature: {type(e).__name__})"
+    md = whole_doc(md, obj)
     md = re.sub(r"^\s*---\s*\n", "", md)                     # show_doc's rule above each card: the heading suffices
     md = re.sub(rf"^{'#' * level} .*$", f"{'#' * level} {name} {{ #{anchor} .wm-card }}", md, count=1, flags=re.M)
     return md.strip()
+
+
+def whole_doc(md: str, obj) -> str:
+    "show_doc's card with its docstring whole in italics: show_doc italicises the first line only and leaves the rest loose."
+    lines = (inspect.getdoc(obj) or "").splitlines()
+    head = f"*{lines[0]}*\n" + "\n".join(lines[1:]) if len(lines) > 1 else None
+    if head is None or head not in md: return md
+    paras = " ".join(l.strip() if l.strip() else "\n\n" for l in lines).replace(" \n\n ", "\n\n").split("\n\n")
+    return md.replace(head, "\n\n".join(f"*{p.strip()}*" for p in paras if p.strip()), 1)
+
+
+def api_line(mod) -> str:
+    "A module page's first line after its summary: its public names, each linked to its card."
+    names = [n for n in getattr(mod, "__all__", []) or [] if inspect.isfunction(f := getattr(mod, n, None)) or inspect.isclass(f)]
+    return ("**Public API:** " + " · ".join(f"[`{n}`](#{mod.__name__}.{n})" for n in names)) if names else ""
 
 
 def class_methods(cls) -> list:
@@ -169,6 +185,7 @@ def page_md(nb, mod, page) -> str:
     for c in nb.cells:
         if c.cell_type == "markdown":
             parts.append(re.sub(r"(\]\([^)\s]+)\.ipynb\b", r"\1.md", c.source))   # links between notebooks
+            if len(parts) == 1 and mod is not None and (api := api_line(mod)): parts.append(api)   # the public API first
             continue
         if c.cell_type != "code": continue
         flags = directives(c.source)
@@ -265,7 +282,7 @@ def build(out: Path, nbs_dir: Path) -> list:
             elif wing in ("", ".") and p.stem.startswith("90"): wings.setdefault("Command line", []).append({page["title"]: page["md"]})
             else: wings.setdefault(WINGS.get(wing.replace(".", ""), wing), []).append({page["title"]: page["md"]})
         (docs / "api.md").write_text(api_md(api_entries))
-        nav = [{"Home": "index.md"}, {"Tutorials": wings.pop("Tutorials", [])},
+        nav = [{"Home": "index.md"}, {"Tutorials": wings.pop("Tutorials", [])}, {"Guide": wings.pop("Guide", [])},
                {"Explanations": [{"The sites": "sites.md"}] + explain},
                {"API": [{"API index": "api.md"}] + [{w: ps} for w, ps in wings.items() if w != "Command line"]},
                {"Command line": wings.get("Command line", [])}]

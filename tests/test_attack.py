@@ -30,7 +30,7 @@ evidence macro (the size attackers on one; `numbers` on answer tasks instead: a 
 datagen count): every episode is graded, none is lost, no recorder entry came from a synthetic event or a document
 off the run's origin, and none passes but under `--allow-js`, where the `synthetic` attacker's script posts the
 site's own forms and adds look-alike controls it then clicks, drags and draws on with real input: both are real to
-the site, and the test prints how many tasks that passed (the README says what `--allow-js` still permits).
+the site, and the test prints how many tasks that passed (the guide, nbs/guide/02_evidence.ipynb, says what `--allow-js` still permits).
 """
 import asyncio, contextlib, json, os
 

@@ -15,6 +15,7 @@ from webmix.agents import session as HS
 from webmix.world import checks
 from webmix.data import drivers as D
 from webmix.eval import evaluate as E
+from webmix.episode_layout import line_text
 from webmix.world.catalog import FAMILY_OF, QA_MACROS, macros_for_control
 from webmix.config import split_of
 from webmix.data.datagen import run_datagen
@@ -247,7 +248,9 @@ def test_datagen_and_evaluate_grade_an_attempt_alike(event_runs, macro):
     task = tasks[macro]
     for run in (tmp / "right", tmp / "wrong"):
         r, g = _graded(run, task["task_id"])
-        assert E.grade(task, g) == (r["ok"], r["detail"][:300])
+        ok, detail = E.grade(task, g)
+        whole = json.loads((run / ("accepted" if r["ok"] else "rejected") / task["task_id"] / "episode.json").read_text())["grade"]
+        assert (ok, detail) == (r["ok"], whole["detail"]) and line_text(detail, 500) == r["detail"]   # the line a short form
         assert E.grade(task, {**g, "actions": [{"drag": {"x1": 1, "y1": 2, "x2": 3, "y2": 4}}]}) == E.grade(task, g)  # what a model says counts for nothing
 
 

@@ -26,7 +26,7 @@ from .scripted_model import Driver
 from .pool import read_results, write_pool
 from ..records import as_task, with_variants
 from ..folders import results_frame, variant_table
-from ..episode_layout import EpisodeRecord, StepRecord, element_box, write_episode
+from ..episode_layout import EpisodeRecord, Grade, StepRecord, element_box, line_text, write_episode
 from .tasks import all_tasks
 from ..command import split_options
 from .options import DatagenOptions
@@ -119,13 +119,14 @@ async def _attempt(task, worker, tmp, res, timeout, net_log):
     inputs = GateInputs(base=worker.base, **evidence, answer=driver.answer, seen=driver.seen)
     _write_json(tmp / "grade_inputs.json", inputs)      # the gate reads nothing else: evaluate's grade of the task reads the same
     ok, detail = as_task(task).grade(inputs)            # the grade evaluate gives the task (records.DatagenTask)
-    res.update(ok=bool(ok and driver.finished and not driver.error), detail=str(detail)[:500],
-               steps=len(driver.steps), answer=driver.answer, cause=_cause(ok, str(detail)[:300], driver, driver.finished))
+    cause = _cause(ok, str(detail), driver, driver.finished)
+    res.update(ok=bool(ok and driver.finished and not driver.error), detail=line_text(detail, 500),
+               steps=len(driver.steps), answer=driver.answer, cause=line_text(cause))
     _write_json(tmp / "trajectory.json", traj := trajectory_of(task, driver, history, final_url))
     _write_json(tmp / "elements.json", {str(k + 1): els for k, els in enumerate(driver.elements)})
     for k, png in enumerate(driver.shots):
         if png: (tmp / f"step_{k + 1}.png").write_bytes(png)
-    write_episode(tmp, datagen_record(traj, tmp))
+    write_episode(tmp, datagen_record(traj, tmp).model_copy(update={"grade": Grade(ok=res["ok"], detail=str(detail), cause=cause)}))
     missing = [k + 1 for k in range(len(driver.steps)) if not (tmp / f"step_{k + 1}.png").exists()]
     if res["ok"] and missing:                  # a kept step needs the screenshot its model call saw
         res.update(ok=False, cause=f"no screenshot for step {', '.join(map(str, missing))} (none could be taken)")

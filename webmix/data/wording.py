@@ -5,8 +5,7 @@ site's pages show them, and new values for forms that look like the site's own."
 
 # %% auto #0
 __all__ = ['TEMPLATES', 'QUOTED', 'TWICE', 'KEEPS', 'AN', 'OPENERS', 'STOP_TWICE', 'REPR', 'COMMENTS', 'PEOPLE', 'TEXTS',
-           'lower_label', 'singular', 'quoted', 'mended', 'sentence', 'continued', 'text_faults', 'new_value', 'shown',
-           'stored']
+           'lower_label', 'quoted', 'mended', 'sentence', 'continued', 'text_faults', 'new_value', 'shown', 'stored']
 
 # %% ../../nbs/data/01_wording.ipynb #c0be10c1
 import re
@@ -14,6 +13,8 @@ from collections import Counter
 
 from ..world.pages import fmt_value
 from ..world.specs import fill_format
+from ..world.sites import singular      # a record noun in the singular: the sites name their pages with it too
+
 
 # %% ../../nbs/data/01_wording.ipynb #a389a46f
 TEMPLATES = {
@@ -238,12 +239,6 @@ TEMPLATES["create_with_wizard"] = TEMPLATES["create_entry"]              # and f
 def lower_label(label: str) -> str:
     "A label inside a sentence: lower case, acronyms kept ('Salary (USD)' -> 'salary (USD)')."
     return " ".join(w if len(w.strip("()")) > 1 and w.strip("()").isupper() else w.lower() for w in str(label).split())
-
-# %% ../../nbs/data/01_wording.ipynb #45860bc1
-def singular(w: str) -> str:
-    if w.endswith("ies"): return w[:-3] + "y"
-    if w.endswith(("sses", "ches", "shes", "xes")): return w[:-2]
-    return w[:-1] if w.endswith("s") and not w.endswith("ss") else w
 
 # %% ../../nbs/data/01_wording.ipynb #3e2e54cf
 def quoted(text) -> str:

@@ -22,7 +22,7 @@ from ..records import VARIANT_MARK, Task, TaskFileError, as_task, on_variant
 from ..agents import harness as H
 from ..agents import session as HS
 from ..agents.actions import excluded_actions
-from ..episode_layout import write_episode
+from ..episode_layout import Grade, line_text, write_episode
 from ..eval.episode import agent_episode, agent_steps, dumped_items, final_screenshot, kept_files, save_screenshots
 from ..eval.episode import open_episode, read_evidence, READ_S
 from ..eval.episode import episode_cause, grade_episode, human_tasks, masked_cause
@@ -439,8 +439,9 @@ def _save(self) -> Path:
     try: hist.save_to_file(ep / "history.json")
     except Exception: pass
     steps = agent_steps(dumped_items(hist), lambda k, it: shots.get(k))
+    cause = episode_cause(self.task, self.passed, self.detail, g, self.grade_error)
     write_episode(ep, agent_episode(self.task.record(), "env", steps, start=self.start, family=self.task.success_family(),
-                                    answer=self.answer, files=kept_files(ep),
+                                    answer=self.answer, files=kept_files(ep), grade=Grade(ok=self.passed, detail=str(self.detail), cause=cause),
                                     final_screenshot="final.png" if (ep / "final.png").is_file() else None))
     shutil.rmtree(ep / "_files", ignore_errors=True); shutil.rmtree(ep / "_tmp", ignore_errors=True)
     dest = self.out / self.key
@@ -448,8 +449,8 @@ def _save(self) -> Path:
     ok = self.passed
     line = {"task_id": self.key, "arm": "env", "site": self.task.site, "macro": getattr(self.task, "macro", ""),
             "family": self.task.success_family(), "kind": self.task.kind, "repeat": 0,
-            **({"variant": self.task.variant} if self.task.variant else {}), "ok": ok, "detail": str(self.detail)[:300],
-            "cause": episode_cause(self.task, ok, self.detail, g, self.grade_error), "steps": len(steps),
+            **({"variant": self.task.variant} if self.task.variant else {}), "ok": ok, "detail": line_text(self.detail),
+            "cause": line_text(cause), "steps": len(steps),
             "answer": self.answer, "done": self.ended_by == "done", "ended_by": self.ended_by, "screenshots": len(shots),
             **({"masked": True} if masked_cause(g) else {}), "t": round(time.time(), 3)}
     append_jsonl(self.out / "results.jsonl", line)

@@ -162,18 +162,18 @@ def session_lost(g) -> str | None:
 # %% ../../nbs/eval/00_episode.ipynb #f11dddbc
 def masked_cause(g) -> str | None:
     "Why an episode is masked, from its grade inputs `g` (the model server failed, or its inputs could not be read), else None."
-    if g.get("model_error"): return f"model server failed: {g['model_error']}"[:300]
-    if g.get("error"): return f"no grade inputs: {g['error']}"[:300]          # the browser or MiniWeb server died
+    if g.get("model_error"): return f"model server failed: {g['model_error']}"
+    if g.get("error"): return f"no grade inputs: {g['error']}"          # the browser or MiniWeb server died
     return None
 
 def grade(task, g) -> tuple:
     """(ok, detail) of an episode from its grade inputs `g` alone: its task's own grade, unless it timed out (a failure)
     or was masked (None); a 4xx its model server answered (`model_refused`) is the agent's: graded as any episode."""
     if g.get("timed_out"): return False, f"timed out after {g['timed_out']:g}s: graded a failure"
-    if (why := masked_cause(g)): return None, f"masked: {why}"[:300]
+    if (why := masked_cause(g)): return None, f"masked: {why}"
     if (lost := session_lost(g)): return False, lost
     ok, detail = as_task(task).grade(g)
-    return ok, str(detail)[:300]
+    return ok, str(detail)
 
 # %% ../../nbs/eval/00_episode.ipynb #94151288
 def grade_episode(task, g) -> tuple:
@@ -185,16 +185,16 @@ def grade_episode(task, g) -> tuple:
 
 # %% ../../nbs/eval/00_episode.ipynb #a988f73c
 def episode_cause(task, ok, detail, g, grade_error=None) -> str | None:
-    "Why an episode is not a success, in one line (None when it is one)."
+    "Why an episode is not a success, whole (None when it is one); its result line keeps `line_text` of it."
     if ok: return None
-    if grade_error: return f"grade error: {grade_error}"[:300]
+    if grade_error: return f"grade error: {grade_error}"
     if (why := masked_cause(g)): return why
     if g.get("timed_out"): return f"timeout after {g['timed_out']:g}s"
     if as_task(task).judged: return "pending: judge"
     if g.get("model_refused"):
-        return f"not graded a success: the model server refused the agent's request ({g['model_refused']}); {detail}"[:300]
-    if g.get("reply_error"): return f"not graded a success: the model's replies were not valid steps ({g['reply_error']}); {detail}"[:300]
-    return f"not graded a success: {detail}"[:300]
+        return f"not graded a success: the model server refused the agent's request ({g['model_refused']}); {detail}"
+    if g.get("reply_error"): return f"not graded a success: the model's replies were not valid steps ({g['reply_error']}); {detail}"
+    return f"not graded a success: {detail}"
 
 # %% ../../nbs/eval/00_episode.ipynb #325ce4ae
 def save_screenshots(hist, ep: Path) -> dict:

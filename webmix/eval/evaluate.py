@@ -38,7 +38,7 @@ from .episode import (ADAPTER_OF_FAMILY, READ_S, STAND_IN, agent_episode, agent_
                                  prompt_line, read_evidence, record_requests, save_screenshots, session_lost, stand_in_at,
                                  sub_model, task_file_text, with_usage)
 from ..env.session import EnvSession, model_failure
-from ..episode_layout import EpisodeRecord, write_episode
+from ..episode_layout import EpisodeRecord, Grade, line_text, write_episode
 from ..command import split_options
 from .options import ADAPTERS, ARMS, DEFAULT_BASE_NAME, EvalOptions
 
@@ -145,8 +145,8 @@ class EvalLine(CallTotals):
                                               "--regrade grades again; an answer the grader could not decide) or masked.")
     masked: bool = Field(None, description="An infrastructure failure, not the agent's (the model server failed, the grade "
                                            "inputs could not be read): counted apart, and --retry-failed runs it again.")
-    detail: str | None = Field(None, description="The grade's detail (the check or verifier's words, at most 300 characters).")
-    cause: str | None = Field(None, description="Why the episode is not a success, in one line; null when it is one.")
+    detail: str | None = Field(None, description="The grade's detail (the check or verifier's words, cut between words at 300 characters; the whole is episode.json's grade).")
+    cause: str | None = Field(None, description="Why the episode is not a success, in one line (at most 300 characters, as detail); null when it is one.")
     failure: str | None = Field(None, description="What kind of failure it is (evaluate.FAILURE_KINDS); null for a pass.")
     steps: int | None = Field(None, ge=0, description="Agent steps the episode took (every specialist's, for agent_planner).")
     answer: str | None = Field(None, description="The agent's final answer; null when it gave none or timed out.")
@@ -254,11 +254,12 @@ def episode_record(task, o, start, steps=(), **fields) -> EpisodeRecord:
     return agent_episode(task.record(), "evaluate", list(steps), start=start, arm=o.arm, family=task.success_family(), **fields)
 
 # %% ../../nbs/eval/01_evaluate.ipynb #c9142854
-def finished_record(task, o, start, ep: Path, hist, shots: dict, trace: list, answer, calls=(), tokens=None) -> EpisodeRecord:
-    "episode.json once the episode ran: its steps (`eval.episode.agent_steps`) with their model calls and `tokens` (their totals), the final page, the answer, the files kept."
+def finished_record(task, o, start, ep: Path, hist, shots: dict, trace: list, answer, calls=(), tokens=None,
+                    grade: Grade | None = None) -> EpisodeRecord:
+    "episode.json once the episode ran: its steps (`eval.episode.agent_steps`) with their model calls and `tokens` (their totals), the final page, the answer, the files kept, the grade whole."
     steps = with_usage(agent_steps(dumped_items(hist), lambda k, it: shots.get(k), [t.get("model") for t in trace]), calls)
     return episode_record(task, o, start, steps, answer=answer, files=kept_files(ep), tokens=tokens if calls else None,
-                          final_screenshot="final.png" if (ep / "final.png").is_file() else None)
+                          final_screenshot="final.png" if (ep / "final.png").is_file() else None, grade=grade)
 
 # %% ../../nbs/eval/01_evaluate.ipynb #3175cfe3
 FAILURE_KINDS = ("premature done", "missing action", "wrong value", "wrong answer", "step cap", "timeout", "model error",
@@ -302,8 +303,8 @@ def _keep_episode(e, o, task, key, ep: Path, res: dict, kept: list, calls, unsav
     _save(unsaved, "grade_inputs.json", lambda: (ep / "grade_inputs.json").write_text(json.dumps(g, default=str)))
     taken = model_steps(hist)                          # counted once: it dumps every history item
     capped = not e.timed_out and not hist.is_done() and o.arm != "agent_planner" and taken >= (o.max_steps or H.MAX_STEPS)
-    res.update(ok=e.ok, detail=e.detail, cause=episode_cause(task, e.ok, e.detail, g, e.grade_error),
-               failure=failure_kind(e.ok, g, e.detail, bool(hist.is_done()), capped),
+    cause, failure = episode_cause(task, e.ok, e.detail, g, e.grade_error), failure_kind(e.ok, g, e.detail, bool(hist.is_done()), capped)
+    res.update(ok=e.ok, detail=line_text(e.detail), cause=line_text(cause), failure=failure,
                steps=taken, answer=e.answer, done=bool(hist.is_done()),
                models=[t.get("model") for t in e.trace], gates=sum(bool(t.get("gated")) for t in e.trace),
                screenshots=len(shots := _save(unsaved, "screen_N.png", lambda: save_screenshots(hist, ep), {})))  # a timed-out one's too
@@ -326,7 +327,9 @@ def _keep_episode(e, o, task, key, ep: Path, res: dict, kept: list, calls, unsav
     elif o.record_rows and e.ok and kept:
         family = o.record_family or family_of(task.macro)
         res["rows"] = _save(unsaved, "rows.jsonl", lambda: write_rows(ep, key, family, kept), 0)
-    _save(unsaved, "episode.json", lambda: write_episode(ep, finished_record(task, o, e.start, ep, hist, shots, e.trace, e.answer, calls, tokens)))
+    whole = Grade(ok=e.ok, detail=str(e.detail), cause=cause, failure=failure)
+    _save(unsaved, "episode.json", lambda: write_episode(ep, finished_record(task, o, e.start, ep, hist, shots, e.trace, e.answer,
+                                                                              calls, tokens, whole)))
 
 
 # %% ../../nbs/eval/01_evaluate.ipynb #c3763bc0

@@ -14,6 +14,7 @@ from pathlib import Path
 from .. import runs
 from ..records import VARIANT_MARK, as_task, is_masked, on_variant
 from .episode import episode_cause, grade_episode, masked_cause
+from ..episode_layout import line_text
 from .evaluate import failure_kind, outcome
 
 # %% ../../nbs/eval/01b_regrade.ipynb #r0000005
@@ -43,7 +44,7 @@ def regrade(tasks, out, into=None) -> dict:
             changed += outcome(ok) != outcome(r.get("ok"), r.get("masked"))
             regraded += 1
             r = {k: v for k, v in r.items() if k not in ("grade_error", "masked")}
-            r.update(ok=ok, detail=detail, cause=episode_cause(task, ok, detail, g, error), regraded=True,
+            r.update(ok=ok, detail=line_text(detail), cause=line_text(episode_cause(task, ok, detail, g, error)), regraded=True,
                      failure=failure_kind(ok, g, detail, r.get("done"), r.get("failure") == "step cap"),
                      **({"grade_error": error} if error else {}))
             if masked_cause(g): r["masked"] = True
