@@ -1,7 +1,7 @@
 """webmix.views on episodes the real runners wrote (datagen on the shop, one plan-data chain, one evaluation episode
 against the scripted stand-in policy), a malformed folder, the SFT export, verdicts, dashboards, and the EpisodeViewer
 live in JupyterLab, driven in Chromium."""
-import base64, json, os, shutil, signal, subprocess, sys, time, urllib.request
+import base64, importlib.util, json, os, shutil, signal, subprocess, sys, time, urllib.request
 from urllib.parse import urlsplit
 from pathlib import Path
 
@@ -9,14 +9,16 @@ import pytest
 from PIL import Image
 
 from webmix.views.episodes import ViewError, find_episodes, load_episode, read_json
-from webmix.views.episode_viewer import EpisodeViewer, esc, prompt_html, thumbnail
-from webmix.views.rows import RowsInspector, counts_figure, export_sft, length_report, load_rows, messages_from_hf
+from webmix.views.episode_viewer import EpisodeViewer, _thumb, esc, prompt_html, thumbnail
+from webmix.views.rows import (PAGE_ROWS, RowsInspector, counts_figure, export_sft, length_report, load_rows,
+                               messages_from_hf)
 from webmix.views.verdicts import VerdictInspector, confusion, load_verdicts
 from webmix.views.dashboard import run_dashboard, run_results
 from webmix.world.servers import free_ports
 from webmix import formats, runs
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 @pytest.fixture(scope="module")
@@ -391,6 +393,47 @@ def test_verdicts_beside_the_backend_and_the_run_dashboard(episodes):
     whos = set(run_results(ev)["arm"]) | {"datagen"}
     assert set(both.df["who"]) == whos and set(both["success by arm x family"].data[0].x) == whos
     assert repr(both).startswith(f"Dashboard of {len(both.df)} episodes") and len(repr(both)) < 400
+
+
+
+def _benchmark(name):
+    "The module benchmarks/<name>.py (its helpers build the test's folders as the benchmark builds them)."
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_rows_inspector_opens_2000_rows_in_under_2_s_a_page_at_a_time(tmp_path):
+    """2,000 rows as plan-data writes them (benchmarks/rows_load.py's folder): the inspector opens in under 2 s,
+    reading one screenshot (the first row's); it lists a page of PAGE_ROWS rows, pages on, and makes the plotly chart
+    only when asked."""
+    folder = _benchmark("rows_load").make_rows(tmp_path / "rows", 2000)
+    read_before = _thumb.cache_info().misses
+    t = time.perf_counter()
+    ri = RowsInspector(folder)
+    took = time.perf_counter() - t
+    assert ri.error is None and len(ri.df) == 2000 and took < 2, (ri.error, took)
+    assert _thumb.cache_info().misses - read_before == 1                            # the shown row's image, no other
+    assert [v for _, v in ri.page.options] == list(range(1, PAGE_ROWS + 1)) and ri.page.value == 1
+    assert "row 1 of 2000" in ri.view.value and ri.view.value.count("<img src='data:image/jpeg") == 1
+    assert ri.where.value == f"rows 1–{PAGE_ROWS} of 2000" and "<td style='text-align:right'>400</td>" in ri.counts.value
+    ri.next.click()                                                                  # the next page, its first row shown
+    assert ri.index.value == PAGE_ROWS + 1 and ri.page.options[0][1] == PAGE_ROWS + 1
+    assert f"row {PAGE_ROWS + 1} of 2000" in ri.view.value and ri.page.options[0][0].startswith(f"{PAGE_ROWS + 1}. plan-shop-")
+    ri.page.value = PAGE_ROWS + 3                                                    # a row chosen from the list
+    assert ri.index.value == PAGE_ROWS + 3 and f"row {PAGE_ROWS + 3} of 2000" in ri.view.value
+    ri.prev.click()
+    assert ri.index.value == 1 and ri.page.options[0][1] == 1
+    ri.index.value = 1999                                                            # the slider: the page that holds it
+    assert ri.page.options[0][1] == 1981 and ri.page.value == 1999 and "row 1999 of 2000" in ri.view.value
+    ri.filters["op"].value = "done"
+    assert ri._figure is None and len(ri.filtered()) == 400 and ri.index.max == 400 and "row 1 of 400" in ri.view.value
+    assert sum(sum(t.y) for t in ri.figure.data) == 400                               # made when asked, of the 400
+    ri.filters["family"].value = "Navigation"                                        # none left: said, no row listed
+    assert ri.view.value == "no row matches these filters" and ri.page.options == () and ri.figure is None
+    static = ri._repr_mimebundle_()["text/html"]
+    assert "<p>2000 rows</p>" in static and "wm-counts" in static and static.count("data:image/jpeg") == 1
 
 
 # ── in JupyterLab, in Chromium ───────────────────────────────────────────────
