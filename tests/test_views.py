@@ -1,7 +1,7 @@
 """webmix.views on episodes the real runners wrote (datagen on the shop, one plan-data chain, one evaluation episode
 against the scripted stand-in policy), a malformed folder, the SFT export, verdicts, dashboards, and the EpisodeViewer
 live in JupyterLab, driven in Chromium."""
-import base64, json, os, shutil, signal, subprocess, sys, time, urllib.request
+import base64, importlib.util, json, os, shutil, signal, subprocess, sys, time, urllib.request
 from urllib.parse import urlsplit
 from pathlib import Path
 
@@ -9,14 +9,16 @@ import pytest
 from PIL import Image
 
 from webmix.views.episodes import ViewError, find_episodes, load_episode, read_json
-from webmix.views.episode_viewer import EpisodeViewer, esc, prompt_html, thumbnail
-from webmix.views.rows import RowsInspector, counts_figure, export_sft, length_report, load_rows, messages_from_hf
+from webmix.views.episode_viewer import EpisodeViewer, _thumb, esc, prompt_html, side_by_side, thumbnail
+from webmix.views.rows import (PAGE_ROWS, RowsInspector, counts_figure, export_sft, length_report, load_rows,
+                               messages_from_hf)
 from webmix.views.verdicts import VerdictInspector, confusion, load_verdicts
 from webmix.views.dashboard import run_dashboard, run_results
 from webmix.world.servers import free_ports
 from webmix import formats, runs
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 @pytest.fixture(scope="module")
@@ -392,6 +394,133 @@ def test_verdicts_beside_the_backend_and_the_run_dashboard(episodes):
     assert set(both.df["who"]) == whos and set(both["success by arm x family"].data[0].x) == whos
     assert repr(both).startswith(f"Dashboard of {len(both.df)} episodes") and len(repr(both)) < 400
 
+
+
+def _benchmark(name):
+    "The module benchmarks/<name>.py (its helpers build the test's folders as the benchmark builds them)."
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_rows_inspector_opens_2000_rows_in_under_2_s_a_page_at_a_time(tmp_path):
+    """2,000 rows as plan-data writes them (benchmarks/rows_load.py's folder): the inspector opens in under 2 s,
+    reading one screenshot (the first row's); it lists a page of PAGE_ROWS rows, pages on, and makes the plotly chart
+    only when asked."""
+    folder = _benchmark("rows_load").make_rows(tmp_path / "rows", 2000)
+    read_before = _thumb.cache_info().misses
+    t = time.perf_counter()
+    ri = RowsInspector(folder)
+    took = time.perf_counter() - t
+    assert ri.error is None and len(ri.df) == 2000 and took < 2, (ri.error, took)
+    assert _thumb.cache_info().misses - read_before == 1                            # the shown row's image, no other
+    assert [v for _, v in ri.page.options] == list(range(1, PAGE_ROWS + 1)) and ri.page.value == 1
+    assert "row 1 of 2000" in ri.view.value and ri.view.value.count("<img src='data:image/jpeg") == 1
+    assert ri.where.value == f"rows 1–{PAGE_ROWS} of 2000" and "<td style='text-align:right'>400</td>" in ri.counts.value
+    ri.next.click()                                                                  # the next page, its first row shown
+    assert ri.index.value == PAGE_ROWS + 1 and ri.page.options[0][1] == PAGE_ROWS + 1
+    assert f"row {PAGE_ROWS + 1} of 2000" in ri.view.value and ri.page.options[0][0].startswith(f"{PAGE_ROWS + 1}. plan-shop-")
+    ri.page.value = PAGE_ROWS + 3                                                    # a row chosen from the list
+    assert ri.index.value == PAGE_ROWS + 3 and f"row {PAGE_ROWS + 3} of 2000" in ri.view.value
+    ri.prev.click()
+    assert ri.index.value == 1 and ri.page.options[0][1] == 1
+    ri.index.value = 1999                                                            # the slider: the page that holds it
+    assert ri.page.options[0][1] == 1981 and ri.page.value == 1999 and "row 1999 of 2000" in ri.view.value
+    ri.filters["op"].value = "done"
+    assert ri._figure is None and len(ri.filtered()) == 400 and ri.index.max == 400 and "row 1 of 400" in ri.view.value
+    assert sum(sum(t.y) for t in ri.figure.data) == 400                               # made when asked, of the 400
+    ri.filters["family"].value = "Navigation"                                        # none left: said, no row listed
+    assert ri.view.value == "no row matches these filters" and ri.page.options == () and ri.figure is None
+    static = ri._repr_mimebundle_()["text/html"]
+    assert "<p>2000 rows</p>" in static and "wm-counts" in static and static.count("data:image/jpeg") == 1
+
+
+def _hand_run(run, steps, result, task="shop-count-1"):
+    "A run folder `run` holding one datagen episode of `task` written by hand: `steps` [(action, params, element)], its result line."
+    ep = run / "accepted" / task
+    ep.mkdir(parents=True)
+    recs = []
+    for n, (action, params, element) in enumerate(steps, 1):
+        (ep / f"step_{n}.png").write_bytes(_png((320, 225), (200, 210 + 10 * n, 240)))
+        recs.append({"n": n, "action": action, "params": params, "screenshot": f"step_{n}.png",
+                     **({"element": element, "box": [10, 20 * n, 80, 16]} if element else {})})
+    (ep / "episode.json").write_text(json.dumps({"layout": "datagen", "runner": "datagen", "task_id": task, "site": "shop",
+                                                 "macro": "count_entries", "instruction": "Count the kettle's reviews.", "steps": recs}))
+    (run / "manifest.json").write_text(json.dumps({"runner": "datagen"}))
+    (run / "results.jsonl").write_text(json.dumps({"task_id": task, "site": "shop", "macro": "count_entries", **result}) + "\n")
+    return ep
+
+
+def test_episode_viewer_opens_a_folder_of_runs(episodes, tmp_path):
+    """A folder holding two runs the real runners made (datagen, evaluate): a run picker by their paths, the first run's
+    episodes listed with their filters and its first episode shown; choosing the other run lists its episodes; a run
+    that cannot be read says so in one line and the picker stays; the static page shows the first run's first episode
+    and how many runs there are. The dashboard finds the same runs."""
+    runs = tmp_path / "runs"
+    shutil.copytree(episodes["dg"], runs / "a-datagen")
+    shutil.copytree(episodes["eval"], runs / "b-eval")
+    v = EpisodeViewer(runs)
+    assert v.error is None and [label for label, _ in v.run_pick.options] == ["a-datagen", "b-eval"]
+    dg = find_episodes(runs / "a-datagen")
+    assert v.run == runs / "a-datagen" and [e["id"] for e in v.episodes] == [e["id"] for e in dg]
+    assert v.episode.path == dg[0]["path"] and v.episode.kind == "datagen" and v.shown.children[0].ep is v.episode
+    static = v._repr_mimebundle_()["text/html"]
+    assert "2 runs in runs: a-datagen, b-eval; run a-datagen is shown" in static and "type='range'" in static
+    assert esc(dg[0]["id"]) in static and "data:image/jpeg;base64," in static
+    macro = v.episodes[0]["macro"]
+    v.filters["macro"].value = macro
+    assert all(e["macro"] == macro for e in v.matching()) and len(v.pick.options) == len(v.matching())
+    v.run_pick.value = str(runs / "b-eval")                                      # the other run: its episodes, filters anew
+    ev = find_episodes(runs / "b-eval")
+    assert v.run == runs / "b-eval" and [e["id"] for e in v.episodes] == [e["id"] for e in ev]
+    assert all(f.value == "(all)" for f in v.filters.values()) and len(v.pick.options) == len(ev)
+    assert set(v.filters["site"].options) == {"(all)"} | {e["site"] for e in ev if e["site"]}
+    assert v.episode.kind == "agent" and v.episode.path == ev[0]["path"] and "data:image/jpeg" in v.shown.children[0].screens.value
+    assert set(run_dashboard(runs).df["run"]) == {"a-datagen", "b-eval"}                 # the same discovery
+    (runs / "c-bad").mkdir()
+    (runs / "c-bad" / "results.jsonl").write_text("[" * 50_000 + "]" * 50_000 + "\n")
+    v = EpisodeViewer(runs)
+    assert v.error is None and len(v.run_pick.options) == 3
+    v.run_pick.value = str(runs / "c-bad")
+    _one_line(v.shown.children[0].value, "c-bad/results.jsonl", "nested more than 100 deep")
+    assert v.episodes == [] and v.pick.options == ()
+    v.run_pick.value = str(runs / "a-datagen")
+    assert v.episode.kind == "datagen"
+    # a run folder is still a run (its list, no picker), and a folder with neither runs nor episodes one line
+    assert not hasattr(EpisodeViewer(runs / "b-eval"), "run_pick") and EpisodeViewer(runs / "b-eval").runs == []
+    (tmp_path / "empty").mkdir()
+    _one_line(EpisodeViewer(tmp_path / "empty").error, "no episode folders")
+
+
+def test_two_runs_of_one_task_side_by_side(tmp_path):
+    """One task in two runs, written by hand: side_by_side shows each run's outcome and cause at the top and step n of
+    each in one row (action, element, the screenshot before it); the viewer of the folder of runs compares the episode
+    shown with the same task's episode in another run."""
+    kettle = {"tag": "a", "control_id": "kettles", "text": "Kettles"}
+    a = _hand_run(tmp_path / "runs" / "base", [("click", {"index": 7}, kettle), ("done", {"text": "11"}, None)],
+                  {"ok": False, "cause": "wrong answer: '11' (expected '12')"})
+    b = _hand_run(tmp_path / "runs" / "tuned", [("click", {"index": 4}, {"tag": "a", "text": "Reviews"}),
+                                                ("scroll", {"down": True}, None), ("done", {"text": "12"}, None)],
+                  {"ok": True, "detail": "answer '12' is the count"})
+    page = side_by_side(load_episode(a), load_episode(b))
+    head, *rows = page.split("<tr>")[1:]
+    assert "base" in head and "✘ failed" in head and esc("wrong answer: '11' (expected '12')") in head
+    assert "tuned" in head and "✔ passed" in head and head.index("base") < head.index("tuned")
+    assert len(rows) == 3 and [r.count("data:image/jpeg;base64,") for r in rows] == [2, 2, 1]
+    first, second, third = rows
+    assert first.index("click(index=7)") < first.index("click(index=4)") and esc("<a kettles> 'Kettles'") in first
+    assert second.index(esc('done(text="11")')) < second.index("scroll(down=true)")
+    assert "ended before this step" in third and esc('done(text="12")') in third
+    other = _hand_run(tmp_path / "runs2" / "x", [("done", {"text": "0"}, None)], {"ok": True}, task="shop-other-1")
+    assert "not one task: shop-count-1 and shop-other-1" in side_by_side(load_episode(a), load_episode(other))
+    # from the viewer of the folder of runs: the shown episode (base's) beside the same task in `tuned`, by its name
+    v = EpisodeViewer(tmp_path / "runs")
+    assert v.error is None and v.episode.path == a
+    got = v.compare("tuned").data
+    assert got.split("<tr>")[2:] == rows and "<b>base</b>" in got and "<b>tuned</b>" in got
+    assert v.compare(tmp_path / "runs" / "tuned").data == got                         # or by its folder
+    with pytest.raises(ViewError, match="no episode shop-count-1"): v.compare(tmp_path / "runs2" / "x")
 
 # ── in JupyterLab, in Chromium ───────────────────────────────────────────────
 

@@ -8,7 +8,7 @@ __all__ = ['MAX_JSON_DEPTH', 'WEBJUDGE', 'SHAPES', 'NOTES', 'VERDICT_BY', 'GATED
            'inside', 'read_json', 'read_jsonl', 'Step', 'Episode', 'episode_json', 'layout_of', 'is_episode',
            'result_line', 'action_line', 'describe_element', 'read_record', 'step_backend', 'step_action',
            'step_prompts', 'load_steps', 'row_images', 'parse_reply', 'reply_action', 'load_rows', 'load_webjudge',
-           'load_episode', 'find_episodes']
+           'load_episode', 'find_episodes', 'run_folders']
 
 # %% ../../nbs/views/01_episodes.ipynb #122c8db0
 import json, re
@@ -424,4 +424,15 @@ def find_episodes(root) -> list:
                     "ok": r.get("ok") if r else (p.parent.name == "accepted" or None), "steps": r.get("steps"),
                     "cause": r.get("cause"), "duration_s": r.get("duration_s"),
                     "tokens": (r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0) if r.get("model_calls") else None})
+    return out
+
+# %% ../../nbs/views/01_episodes.ipynb #1665e163
+def run_folders(paths) -> list:
+    "The run folders `paths` name: each a run (it holds results.jsonl) or a folder of runs (its subfolders that do)."
+    out = []
+    for p in map(Path, paths):
+        if (p / "results.jsonl").is_file(): out.append(p); continue
+        subs = sorted(d for d in p.iterdir() if (d / "results.jsonl").is_file()) if p.is_dir() else []
+        if not subs: raise ViewError(f"{p}: neither a run folder (no results.jsonl) nor a folder of runs")
+        out += subs
     return out
