@@ -4,7 +4,9 @@ regrade from grade_inputs.json alone with the server stopped, its tokens and cos
 (with the server up, then stopped), and the CLI's one-line refusals."""
 import json, subprocess
 
+from webmix import formats
 from webmix.eval import evaluate as E
+from webmix.episode_layout import line_text
 from webmix.records import ProposedTask
 from webmix.agents.llm import ScriptedServer
 from webmix.eval.regrade import regrade
@@ -416,6 +418,12 @@ def test_site_variants_are_episodes_of_their_own_graded_alike(tmp_path, capsys):
             rec = json.loads((out / k / "episode.json").read_text())
             assert rec.get("variant", 0) == lines[k].get("variant", 0) and rec["layout"] == "agent" and rec["steps"]
             assert len(rec["steps"]) == lines[k]["steps"], k                   # one count of steps, in every file
+            g = rec["grade"]                                                    # the grade whole; the line a short form
+            assert g["ok"] is lines[k]["ok"] and line_text(g["detail"]) == lines[k]["detail"], (g, lines[k])
+            assert g.get("cause") == lines[k].get("cause") or line_text(g["cause"]) == lines[k]["cause"], (g, lines[k])
+            pages = [json.loads(l) for l in (out / k / "dom.jsonl").read_text().splitlines()]   # the page each call saw
+            assert formats.check_jsonl("dom", out / k / "dom.jsonl") == [] and rec["files"]["dom"] == "dom.jsonl"
+            assert len(pages) >= len(rec["steps"]) and all("data-control-id" in p["html"] for p in pages), k
         table = capsys.readouterr().out.split("variant  units")[1].splitlines()
         assert [row.split()[:3] for row in table[1:3]] == [["0", "2", str(2 * want)], ["1", "2", str(2 * want)]], table
 

@@ -36,6 +36,7 @@ KINDS = {
     "prompt": "a chat request an evaluation episode's model was sent: a line of <run>/<task_id>/prompts.jsonl",
     "chain_backend": "what the backend recorded during a planner chain: <out>/<chain id>/backend.json",
     "grader_report": "the graders' negative controls: what `webmix check-graders --out FILE` writes",
+    "dom": "the page a model call of an evaluation episode saw, as HTML: a line of <run>/<task_id>/dom.jsonl",
 }
 
 # %% ../nbs/01_formats.ipynb #90f03b4a

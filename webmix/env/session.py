@@ -6,8 +6,8 @@ so far with the task's own grade, `close` saves the episode and releases the bro
 
 # %% auto #0
 __all__ = ['INDEX_KEYS', 'KEPT_ATTRIBUTES', 'CLIENT_PACE', 'MODEL_TIMEOUT_S', 'find_task', 'task_ids', 'as_env_task',
-           'element_for', 'by_index', 'parse_action', 'elements_of', 'screenshot_of', 'EnvSession', 'observe', 'info',
-           'step_model', 'evidence_of', 'model_failure', 'EnvLoop', 'SyncEnvSession']
+           'element_for', 'by_index', 'parse_action', 'elements_of', 'screenshot_of', 'EnvSession', 'write_doms',
+           'observe', 'info', 'step_model', 'evidence_of', 'model_failure', 'EnvLoop', 'SyncEnvSession']
 
 # %% ../../nbs/env/01_session.ipynb #316eaddd
 import asyncio, base64, json, random, shutil, threading, time, uuid
@@ -22,7 +22,7 @@ from ..records import VARIANT_MARK, Task, TaskFileError, as_task, on_variant
 from ..agents import harness as H
 from ..agents import session as HS
 from ..agents.actions import excluded_actions
-from ..episode_layout import Grade, line_text, write_episode
+from ..episode_layout import DOM_CAP, DOM_FILE, Grade, PageSnapshot, line_text, write_episode
 from ..eval.episode import agent_episode, agent_steps, dumped_items, final_screenshot, kept_files, save_screenshots
 from ..eval.episode import open_episode, read_evidence, READ_S
 from ..eval.episode import episode_cause, grade_episode, human_tasks, masked_cause
@@ -160,13 +160,15 @@ class EnvSession:
     "One episode a caller steps (see above)."
     def __init__(self, base: str, out=None, keep=None, max_steps: int = 30, timeout: float = 600.0, screenshot: bool = True,
                  max_screenshot_bytes: int = 1_500_000, allow_js: bool = False, browser=None, stage=None, agent_kw=None,
-                 model_name: str = "env client", model_timeout: float = MODEL_TIMEOUT_S, online: bool = False, prompt_of=None):
+                 model_name: str = "env client", model_timeout: float = MODEL_TIMEOUT_S, online: bool = False, prompt_of=None,
+                 keep_dom: bool = False):
         self.base, self.out, self.keep = base.rstrip("/") if base else None, Path(out) if out else None, keep
         self.max_steps, self.timeout, self.screenshot, self.cap = max_steps, timeout, screenshot, max_screenshot_bytes
         self.allowed = tuple(a for a in ACTION_NAMES if a not in excluded_actions(allow_js)) + (("evaluate",) if allow_js else ())
         self.allow_js, self.browser, self.given_stage = allow_js, browser, Path(stage) if stage else None
         self.agent_kw = dict(CLIENT_PACE if agent_kw is None else agent_kw)
         self.model_name, self.model_timeout, self.online, self.prompt_of = model_name, model_timeout, online, prompt_of
+        self.keep_dom, self.doms = keep_dom, []         # keep_dom: the page each model call saw, as HTML (dom.jsonl)
         self.task = self.key = self.reward = self.passed = self.ended_by = self.answer = self.inputs = self.grade_error = None
         self.done, self.steps, self.last_used, self.folder, self.detail = False, 0, time.monotonic(), None, ""
         self._stack = self._run = self._ask = self._reply = self.agent = self.bs = self.messages = self.output_format = None
@@ -180,7 +182,7 @@ async def _reset(self, task, variant=None, seed=None) -> Observation:
     self.task = as_env_task(task, variant, seed, self.online)
     self.key = f"{self.task.task_id}~s{uuid.uuid4().hex[:8]}"
     self.done, self.steps, self.reward, self.passed, self.ended_by, self.folder = False, 0, None, None, None, None
-    self.seen, self.detail, self.answer, self.inputs, self.grade_error = [], "", None, None, None
+    self.seen, self.detail, self.answer, self.inputs, self.grade_error, self.doms = [], "", None, None, None, []
     self._touch()
     self.ep = self._stage()
     # a client's browser that would not start or connect: once more, on a fresh one; a runner's failure is the runner's
@@ -239,12 +241,27 @@ async def _respond(self, messages, output_format):
     "The agent's model: hand the page over (`_ask`), wait for the caller's action or reply (`_reply`)."
     self._reply = asyncio.get_running_loop().create_future()
     self.messages, self.output_format = messages, output_format
+    if self.keep_dom: await self._read_dom()
     if not self._ask.done(): self._ask.set_result(messages)
     kind, got = await self._reply                      # a model's failure is raised here: the agent's own failed call
     if kind == "reply": return got
     return {"evaluation_previous_goal": "", "memory": "", "next_goal": "", "action": [got]}
 
-EnvSession._respond = _respond
+async def _read_dom(self):
+    "Keep the page the model is about to see, as HTML (a `PageSnapshot`: a line of the episode's dom.jsonl)."
+    state = getattr(self.bs, "_cached_browser_state_summary", None)
+    try: html = await asyncio.wait_for(HS.evaluate(self.bs, "document.documentElement.outerHTML"), READ_S)
+    except Exception: html = None                      # a page that will not answer: the line says so (html null)
+    html = html if isinstance(html, str) else None
+    self.doms.append(PageSnapshot(n=len(self.doms) + 1, t=time.time(), url=getattr(state, "url", "") or "",
+                                  title=getattr(state, "title", "") or "", html=html[:DOM_CAP] if html else None,
+                                  cut=bool(html) and len(html) > DOM_CAP))
+
+def write_doms(ep: Path, doms: list) -> None:
+    "The pages an episode's model calls saw, as `ep`/dom.jsonl (nothing when none was kept)."
+    if doms: (ep / DOM_FILE).write_text("".join(d.model_dump_json() + "\n" for d in doms))
+
+EnvSession._respond, EnvSession._read_dom = _respond, _read_dom
 
 # %% ../../nbs/env/01_session.ipynb #bc653406
 async def _next(self) -> Observation:
@@ -436,6 +453,7 @@ def _save(self) -> Path:
     (ep / "grade_inputs.json").write_text(json.dumps(g, default=str))
     (ep / "task.json").write_text(json.dumps({**self.task.to_dict(), "kind": self.task.kind}, ensure_ascii=False))
     shots = save_screenshots(hist, ep)
+    write_doms(ep, self.doms)
     try: hist.save_to_file(ep / "history.json")
     except Exception: pass
     steps = agent_steps(dumped_items(hist), lambda k, it: shots.get(k))

@@ -274,7 +274,8 @@ def agent_episode(task_fields: dict, runner: str, steps: list, **fields) -> Epis
 # %% ../../nbs/eval/00_episode.ipynb #5b2d9fa1
 KEPT_FILES = {"history": "history.json", "planner_history": "planner_history.json", "grade_inputs": "grade_inputs.json",
               "trace": "trace.json", "subtasks": "subtasks.json", "rows": "rows.jsonl", "episode_rows": "rows/rows.jsonl",
-              "webjudge_result": "result.json", "prompts": "prompts.jsonl"}
+              "webjudge_result": "result.json", "prompts": "prompts.jsonl",
+              "dom": "dom.jsonl"}
 
 def kept_files(ep: Path) -> dict:
     "The files the episode folder `ep` keeps beside episode.json, by what they hold (episode.json's `files`)."

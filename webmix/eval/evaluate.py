@@ -37,7 +37,7 @@ from .episode import (ADAPTER_OF_FAMILY, READ_S, STAND_IN, agent_episode, agent_
                                  kept_files, load_results, masked_cause, model_steps, open_episode, partial_history,
                                  prompt_line, read_evidence, record_requests, save_screenshots, session_lost, stand_in_at,
                                  sub_model, task_file_text, with_usage)
-from ..env.session import EnvSession, model_failure
+from ..env.session import EnvSession, model_failure, write_doms
 from ..episode_layout import EpisodeRecord, Grade, line_text, write_episode
 from ..command import split_options
 from .options import ADAPTERS, ARMS, DEFAULT_BASE_NAME, EvalOptions
@@ -199,7 +199,7 @@ async def _stepped(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
     its model's reply through the arm's router; the session starts, ends and grades it (see above)."""
     env = EnvSession(worker.base, browser=worker.browser, stage=ep, agent_kw={"page_extraction_llm": llm},
                      max_steps=o.max_steps or H.MAX_STEPS, timeout=o.timeout, screenshot=False, allow_js=o.allow_js,
-                     model_name=llm.model)
+                     model_name=llm.model, keep_dom=True)
     try:
         await env.reset(task)
         write_start(env.start)
@@ -209,7 +209,7 @@ async def _stepped(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
         while not env.done: await env.step_model(llm)          # the router is the model's call (Routed)
         out = ended(env.agent.history, env.answer, env.inputs, o.timeout if env.ended_by == "timeout" else None,
                     router.trace, env.start, env.passed, env.detail, env.grade_error)
-        out.close = env.close                             # the caller saves the screenshots first, then closes
+        out.close, out.doms = env.close, env.doms         # the caller saves the screenshots first, then closes
         return out
     except BaseException:
         await env.close()
@@ -313,6 +313,7 @@ def _keep_episode(e, o, task, key, ep: Path, res: dict, kept: list, calls, unsav
     if masked_cause(g): res["masked"] = True
     for k in ("model_error", "model_refused", "reply_error"):
         if g.get(k): res[k] = g[k]
+    _save(unsaved, "dom.jsonl", lambda: write_doms(ep, getattr(e, "doms", [])))
     _save(unsaved, "trace.json", lambda: (ep / "trace.json").write_text(json.dumps(e.trace, indent=1, default=str)))
     _save(unsaved, "history.json", lambda: hist.save_to_file(ep / "history.json"))
     if (planner := getattr(e, "held", {}).get("planner")) is not None:    # agent_planner: the planner's own turns, beside its specialists'

@@ -114,6 +114,7 @@ class Step:
     error: str = ""                            # the action's error, when it failed
     usage: dict | None = None                  # the model call that chose the step: tokens, cost, cache (episode.json)
     gated: str = ""                            # why the harness changed the model's action (a premature done gated)
+    page_html: str | None = None               # the page the model saw at this step, as HTML (dom.jsonl), when kept
 
 # %% ../../nbs/views/01_episodes.ipynb #25b51fd8
 @dataclass
@@ -292,8 +293,13 @@ def load_steps(d: Path) -> Episode:
     trace = read_json(d / tf, d, list) if isinstance(tf, str) and (d / tf).is_file() else []
     for s, t in zip(ep.steps, trace):
         if isinstance(t, dict) and t.get("gated"): s.gated = GATED
+    df = rec.files.get("dom")                     # the page each model call saw: call n is model step n
+    doms = {x.get("n"): x.get("html") for x in read_jsonl(d / df, d)} if isinstance(df, str) and (d / df).is_file() else {}
+    for k, s in enumerate(ep.steps): s.page_html = doms.get(k + 1)
     own = read_json(d / "result.json", d, dict) if rec.layout == "datagen" and (d / "result.json").is_file() else None
     ep.verdict = _verdict(own or result_line(d), VERDICT_BY.get(rec.runner, "the run's result line"))
+    if ep.verdict is not None and rec.grade is not None:     # the grade kept whole: the line holds a short form
+        ep.verdict.update(detail=rec.grade.detail or ep.verdict.get("detail"), cause=rec.grade.cause or ep.verdict.get("cause"))
     if ep.verdict is not None and rec.answer is not None and not ep.verdict.get("answer"): ep.verdict["answer"] = rec.answer
     return ep
 
