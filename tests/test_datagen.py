@@ -289,7 +289,7 @@ def test_evaluate_reads_the_recorder_into_its_grade_inputs(base):
     assert "record" in dragged and "events" not in dragged
     ok, detail = E.grade(task, json.loads(json.dumps(dragged, default=str)))        # as --regrade reads the file
     assert ok, detail
-    assert (ok, detail) == (bool(checks.gate_task(task, dragged)[0]), str(checks.gate_task(task, dragged)[1])[:300])
+    assert (ok, detail) == (bool(checks.gate_task(task, dragged)[0]), str(checks.gate_task(task, dragged)[1]))
     ok, detail = E.grade(task, by_url)
     assert not ok and detail.startswith("verifier: no action event with action='drag'"), detail
 

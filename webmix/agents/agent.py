@@ -8,7 +8,7 @@ the planner versions."""
 __all__ = ['FAMILY_HINTS', 'Family', 'DELEGATE_DOC', 'planner_prompt', 'element_field', 'render_element', 'element_brief',
            'action_brief', 'item_actions', 'brief_actions', 'outcome', 'url_query', 'report', 'page_now',
            'SessionAgent', 'Team', 'Delegate', 'planner_tools', 'planner_agent', 'SpecialistHistories',
-           'run_planner_agent', 'index_of']
+           'team_histories', 'run_planner_agent', 'index_of']
 
 # %% ../../nbs/agents/03_agent.ipynb #f285d3ae
 import json, time
@@ -284,6 +284,14 @@ class SpecialistHistories:
         "One history_<i>.json per specialist, beside `path`."
         for i, x in enumerate(self.hists): x.save_to_file(Path(path).with_name(f"history_{i}.json"))
 
+# %% ../../nbs/agents/03_agent.ipynb #ec39397e
+def team_histories(planner, team) -> SpecialistHistories:
+    """The specialists' histories so far (a running one's included) with the episode's answer: the planner's `done`
+    text, else the last specialist's that said done."""
+    ph = planner.history
+    answer = ph.final_result() if ph.is_done() else next((h.final_result() for h in reversed(team.hists) if h.is_done()), None)
+    return SpecialistHistories(list(team.hists) + ([team.current.history] if team.current is not None else []), answer)
+
 # %% ../../nbs/agents/03_agent.ipynb #7da47bd5
 async def run_planner_agent(session, task, start, pick_model, base_url, planner_name, context="", sub_cap=SUB_CAP,
                             max_turns=None, on_end=None, temperature=0.0, version=DEFAULT_VERSION, expose=None,
@@ -299,9 +307,7 @@ async def run_planner_agent(session, task, start, pick_model, base_url, planner_
     HA.use_normalized_coordinates(session)
     if (await page_now(session))[0] in ("", "about:blank"): await HS.goto(session, start)
     ph = await planner.run(max_steps=cap, on_step_start=lambda a: HS.enable_clipboard(session, a), on_step_end=on_end)
-    answer = ph.final_result() if ph.is_done() else next(
-        (h.final_result() for h in reversed(team.hists) if h.is_done()), None)
-    return SpecialistHistories(team.hists, answer), team.trace, ph
+    return team_histories(planner, team), team.trace, ph
 
 # %% ../../nbs/agents/03_agent.ipynb #d22b2df9
 def index_of(bs, control_id: str, tag: str | None = None) -> int:

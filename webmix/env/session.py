@@ -7,7 +7,7 @@ so far with the task's own grade, `close` saves the episode and releases the bro
 # %% auto #0
 __all__ = ['INDEX_KEYS', 'KEPT_ATTRIBUTES', 'CLIENT_PACE', 'MODEL_TIMEOUT_S', 'find_task', 'task_ids', 'as_env_task',
            'element_for', 'by_index', 'parse_action', 'elements_of', 'screenshot_of', 'EnvSession', 'write_doms',
-           'observe', 'info', 'step_model', 'evidence_of', 'model_failure', 'EnvLoop', 'SyncEnvSession']
+           'observe', 'info', 'step_model', 'history', 'evidence_of', 'model_failure', 'EnvLoop', 'SyncEnvSession']
 
 # %% ../../nbs/env/01_session.ipynb #316eaddd
 import asyncio, base64, json, random, shutil, threading, time, uuid
@@ -24,7 +24,7 @@ from ..agents import session as HS
 from ..agents.actions import excluded_actions
 from ..episode_layout import DOM_CAP, DOM_FILE, Grade, PageSnapshot, line_text, write_episode
 from ..eval.episode import agent_episode, agent_steps, dumped_items, final_screenshot, kept_files, save_screenshots
-from ..eval.episode import open_episode, read_evidence, READ_S
+from ..eval.episode import histories, open_episode, read_evidence, READ_S
 from ..eval.episode import episode_cause, grade_episode, human_tasks, masked_cause
 from .records import ACTION_NAMES, Element, EnvError, Observation, StepResult, Verification
 
@@ -161,7 +161,7 @@ class EnvSession:
     def __init__(self, base: str, out=None, keep=None, max_steps: int = 30, timeout: float = 600.0, screenshot: bool = True,
                  max_screenshot_bytes: int = 1_500_000, allow_js: bool = False, browser=None, stage=None, agent_kw=None,
                  model_name: str = "env client", model_timeout: float = MODEL_TIMEOUT_S, online: bool = False, prompt_of=None,
-                 keep_dom: bool = False):
+                 keep_dom: bool = False, make_agent=None, history_of=None, answer_of=None):
         self.base, self.out, self.keep = base.rstrip("/") if base else None, Path(out) if out else None, keep
         self.max_steps, self.timeout, self.screenshot, self.cap = max_steps, timeout, screenshot, max_screenshot_bytes
         self.allowed = tuple(a for a in ACTION_NAMES if a not in excluded_actions(allow_js)) + (("evaluate",) if allow_js else ())
@@ -169,6 +169,7 @@ class EnvSession:
         self.agent_kw = dict(CLIENT_PACE if agent_kw is None else agent_kw)
         self.model_name, self.model_timeout, self.online, self.prompt_of = model_name, model_timeout, online, prompt_of
         self.keep_dom, self.doms = keep_dom, []         # keep_dom: the page each model call saw, as HTML (dom.jsonl)
+        self.make_agent, self.history_of, self.answer_of = make_agent, history_of, answer_of   # a planner's (see above)
         self.task = self.key = self.reward = self.passed = self.ended_by = self.answer = self.inputs = self.grade_error = None
         self.done, self.steps, self.last_used, self.folder, self.detail = False, 0, time.monotonic(), None, ""
         self._stack = self._run = self._ask = self._reply = self.agent = self.bs = self.messages = self.output_format = None
@@ -202,8 +203,10 @@ async def _reset(self, task, variant=None, seed=None) -> Observation:
     self.files = files
     if self.prompt_of is not None: prompt = self.prompt_of(prompt)
     # the agent evaluate's episodes act through, its model the caller (who times a model's call: `step_model`)
-    self.agent = H.acting_agent(prompt, self.start, H.ScriptedChat(self._respond, model=self.model_name), self.bs, files,
-                                self.allow_js, **{**self.agent_kw, "llm_timeout": 10**6})
+    chat = H.ScriptedChat(self._respond, model=self.model_name)
+    self.agent = (self.make_agent(prompt, self.start, chat, self.bs, files) if self.make_agent else
+                  H.acting_agent(prompt, self.start, chat, self.bs, files, self.allow_js, **self.agent_kw))
+    self.agent.settings.llm_timeout = 10**6            # the bridge waits on its caller: `step_model` times the model's call
     self._t0 = time.monotonic()
     self._ask = asyncio.get_running_loop().create_future()
     self._run = asyncio.create_task(self.agent.run(max_steps=self.max_steps, on_step_start=self._step_start,
@@ -369,7 +372,13 @@ EnvSession.step_model = step_model
 async def _grade_inputs(self, answer) -> dict:
     "What the task's grade reads now, as evaluate reads it (`read_evidence`)."
     return await read_evidence(self.task, HS.BrowserPage(self.bs, self.base), answer, self.seen,
-                               self.agent.history if self.agent else None)
+                               self.history() if self.agent else None)
+
+def history(self):
+    "What the episode's answer, actions and grade read: the agent's history, or `history_of(agent)` (a planner's specialists')."
+    return self.history_of(self.agent) if self.history_of else self.agent.history
+
+EnvSession.history = history
 
 def evidence_of(g: dict) -> dict:
     "How much evidence a grade read (a verification's `evidence`)."
@@ -400,13 +409,13 @@ async def _end(self, ended_by: str) -> Observation:
     "End the episode: stop the agent, grade it, keep what it did -> the last observation."
     obs = await self.observe() if self.bs is not None else Observation()
     self.done, self.ended_by = True, ended_by
-    hist = self.agent.history
-    self.answer = hist.final_result() if ended_by == "done" else None
+    hist = self.history()
+    self.answer = (self.answer_of(hist, ended_by) if self.answer_of else hist.final_result() if ended_by == "done" else None)
     await self._stop_agent()
     if ended_by == "timeout": H.do_not_keep(self.bs)  # an agent was cancelled in it: the next episode gets a new browser
     self.inputs = await self._grade_inputs(self.answer)
     if ended_by == "timeout": self.inputs["timed_out"] = self.timeout
-    else: self.inputs.update(model_failure(hist))
+    else: self.inputs.update(next((n for h in (self.agent.history, *histories(hist)[-1:]) if (n := model_failure(h))), {}))
     ok, self.detail, self.grade_error = grade_episode(self.task, self.inputs)
     self.passed, self.reward = ok, float(bool(ok))
     try: await asyncio.wait_for(final_screenshot(self.bs, self.ep / "final.png"), READ_S)

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import formats, runs
 from ..world import checks
 from ..agents import harness as H
-from ..agents.actions import agent_actions, excluded_actions
+from ..agents.actions import agent_actions, excluded_actions, use_normalized_coordinates
 from ..agents import session as HS
 from ..world.catalog import FAMILIES, REASON
 from ..config import annotations_dir, json_lines, site_split
@@ -30,14 +30,13 @@ from ..agents.llm import require_served
 from ..agents.calls import CallTotals, call_totals, parse_prices, start_episode
 from ..records import HumanTask, TaskFileError, as_task, family_of, is_masked, with_variants
 from ..folders import results_frame, variant_table
-from ..agents.harness import run_within
 from ..report import MARKS, outcome, write_summary
 from .episode import (ADAPTER_OF_FAMILY, READ_S, STAND_IN, agent_episode, agent_steps, dumped_items, episode_cause,
                                  episode_rows, final_screenshot, grade, grade_episode, held_agents, histories, human_tasks,
-                                 kept_files, load_results, masked_cause, model_steps, open_episode, partial_history,
-                                 prompt_line, read_evidence, record_requests, save_screenshots, session_lost, stand_in_at,
+                                 kept_files, load_results, masked_cause, model_steps,
+                                 prompt_line, record_requests, save_screenshots, session_lost, stand_in_at,
                                  sub_model, task_file_text, with_usage)
-from ..env.session import EnvSession, model_failure, write_doms
+from ..env.session import EnvSession, write_doms
 from ..episode_layout import EpisodeRecord, Grade, line_text, write_episode
 from ..command import split_options
 from .options import ADAPTERS, ARMS, DEFAULT_BASE_NAME, EvalOptions
@@ -215,36 +214,38 @@ async def _stepped(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
         await env.close()
         raise
 
+# %% ../../nbs/eval/01_evaluate.ipynb #6d5b1b24
 async def _planned(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
-    "agent_planner's episode: the planner delegating to its specialists on the prepared page (its own loop)."
-    from webmix.agents.agent import run_planner_agent
-    seen, held = [], {}
-    async def after_step(_):
-        try: seen.append(await HS.seen(bs))
-        except Exception: pass
-    async with worker.browser() as bs:
-        page = HS.BrowserPage(bs, worker.base)
-        prompt, start, files = await open_episode(task, page, ep)
-        write_start(start)
+    """agent_planner's episode: the planner stepping the environment's session (`EnvSession.step_model` with the
+    planner's model); each delegation runs a specialist, a browser-use agent of its own on the same page."""
+    from webmix.agents.agent import Team, planner_agent, team_histories
+    from webmix.agents.versions import VERSIONS
+    held, planner_llm = {}, H.make_llm(o.planner_name, o.vllm, temperature=o.temperature)
+    def make(prompt, start, chat, bs, files):
         pick = lambda f: sub_model(f, o.adapters, o.base_name, o.fallback, o.reasoning_to_fallback)
-        run = run_planner_agent(bs, task.instruction, start, pick, o.vllm, o.planner_name, context=prompt[len(task.instruction):],
-                                sub_cap=o.sub_cap, max_turns=o.planner_turns, on_end=after_step, temperature=o.temperature,
-                                version=o.agent_version, expose=held, exclude_actions=excluded_actions(o.allow_js), files=files)
-        got, timed_out = await run_within(run, o.timeout, bs)
-        if timed_out:                                  # what it did before the timeout: kept, graded a failure
-            hist, trace = partial_history(held), []
-            for a in held_agents(held): a.stop()       # an agent abandoned mid-action takes no further step
-        else: hist, trace = got[0], got[1]
-        answer = None if timed_out else hist.final_result()
-        g = await read_evidence(task, page, answer, seen, hist)
-        try: await asyncio.wait_for(final_screenshot(bs, ep / "final.png"), READ_S)
-        except asyncio.TimeoutError: pass              # a browser that will not answer: the episode has no final.png
-    if timed_out: g["timed_out"] = timed_out
-    else: g.update(next((n for h in _last_histories(hist, held) if (n := model_failure(h))), {}))
-    out = ended(hist, answer, g, timed_out, [{"model": t.get("model"), "action": [], **t} for t in trace], start,
-                *grade_episode(task, g))
-    out.held = held
-    return out
+        team = held["team"] = Team(pick, o.vllm, task.instruction, version=o.agent_version, sub_cap=o.sub_cap,
+                                   temperature=o.temperature, on_end=env._step_end, bs=bs,
+                                   exclude_actions=excluded_actions(o.allow_js), files=files)
+        use_normalized_coordinates(bs)
+        held["planner"] = planner_agent(bs, task.instruction, start, chat, team, o.agent_version,
+                                        context=prompt[len(task.instruction):])
+        return held["planner"]
+    env = EnvSession(worker.base, browser=worker.browser, stage=ep, max_steps=o.planner_turns or VERSIONS[o.agent_version]["max_turns"],
+                     timeout=o.timeout, screenshot=False, allow_js=o.allow_js, model_name=planner_llm.model,   # its steps are the specialists': no dom.jsonl
+                     make_agent=make, history_of=lambda planner: team_histories(planner, held["team"]),
+                     answer_of=lambda hist, ended_by: None if ended_by == "timeout" else hist.final_result())
+    try:
+        await env.reset(task)
+        write_start(env.start)
+        while not env.done: await env.step_model(planner_llm)
+        trace = [{"model": t.get("model"), "action": [], **t} for t in held["team"].trace] if env.ended_by != "timeout" else []
+        out = ended(env.history(), env.answer, env.inputs, o.timeout if env.ended_by == "timeout" else None, trace,
+                    env.start, env.passed, env.detail, env.grade_error)
+        out.close, out.doms, out.held = env.close, env.doms, held
+        return out
+    except BaseException:
+        await env.close()
+        raise
 
 
 # %% ../../nbs/eval/01_evaluate.ipynb #d388adb1
@@ -289,12 +290,6 @@ def _save(unsaved: dict, name: str, write, failed=None):
     except Exception as e:                             # noqa: BLE001  the episode is kept without that file
         unsaved[name] = runs.describe(e)
         return failed
-
-# %% ../../nbs/eval/01_evaluate.ipynb #e5a1c001
-def _last_histories(hist, held) -> list:
-    "The histories whose last step says why the agent stopped: the last specialist's and, for agent_planner, the planner's."
-    planner = held.get("planner")
-    return histories(hist)[-1:] + ([planner.history] if planner is not None else [])
 
 # %% ../../nbs/eval/01_evaluate.ipynb #5e95fdcd
 def _keep_episode(e, o, task, key, ep: Path, res: dict, kept: list, calls, unsaved: dict) -> None:

@@ -6,11 +6,10 @@ task on its live website, saved in the layout WebJudge reads, polite pacing per 
 # %% auto #0
 __all__ = ['FIELDS', 'REQUIRED', 'NOT_ACTIONS', 'PLANNER_SKIP', 'ELEMENT_ATTRS', 'EPISODE_MARGIN_S', 'LEAK_RUN', 'online_task',
            'load_tasks', 'element_text', 'judge_line', 'judge_step', 'ordered_steps', 'trajectory', 'saved_trajectory',
-           'Pacer', 'by_turns', 'staging_root', 'failed_root', 'hint_text', 'acting_text', 'act', 'cut_short',
-           'without_hint', 'hint_in', 'plain', 'texts_of', 'leaked_hint', 'online_record', 'save_episode',
-           'write_online_rows', 'ended_as', 'unreachable', 'web_browser', 'web_session', 'end_status', 'stepped',
-           'planned', 'play', 'run_online_episode', 'OnlineLine', 'served_models', 'unit_fields', 'status_table',
-           'run_online']
+           'Pacer', 'by_turns', 'staging_root', 'failed_root', 'hint_text', 'acting_text', 'cut_short', 'without_hint',
+           'hint_in', 'plain', 'texts_of', 'leaked_hint', 'online_record', 'save_episode', 'write_online_rows',
+           'ended_as', 'unreachable', 'web_browser', 'web_session', 'planner_session', 'end_status', 'stepped', 'play',
+           'run_online_episode', 'OnlineLine', 'served_models', 'unit_fields', 'status_table', 'run_online']
 
 # %% ../../nbs/eval/03_online.ipynb #66a91215
 import asyncio, fcntl, html, json, os, random, re, shutil, socket, time
@@ -24,14 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import runs
 from ..agents import harness as H
-from ..agents.actions import agent_actions, excluded_actions
+from ..agents.actions import agent_actions, excluded_actions, use_normalized_coordinates
 from ..agents import offline as HO
 from ..agents import session as HS
 from ..agents.reach import Reach, origin_of
 from ..agents.agent import VERSIONS, item_actions, render_element
 from ..config import check_folder_name, json_lines, short
 from ..records import OnlineTask, TaskFileError, as_task, failure_class, site_of
-from ..agents.harness import run_within
 from ..agents.calls import CallTotals, call_totals, parse_prices, start_episode
 from .episode import (agent_episode, agent_steps, dumped_items, model_steps, episode_rows, final_screenshot, histories,
                                  held_agents, kept_files, load_results, partial_history, record_requests, sub_model,
@@ -240,18 +238,6 @@ def acting_text(task, hint=None) -> str:
     h = hint_text(hint)
     return task.confirmed_task.strip() + (f"\n\n{h}" if h else "")
 
-# %% ../../nbs/eval/03_online.ipynb #86b07291
-async def act(task, o, bs, held, kept, hint=None) -> dict:
-    "Run the planner agent (arm `agent`) on the open website -> {hists, planner, answer, done}; `held` gets the agents as they start."
-    from webmix.agents.agent import run_planner_agent
-    pick = lambda family: sub_model(family, o.adapters, o.model, o.fallback)
-    hist, trace, ph = await run_planner_agent(bs, task.confirmed_task, task.website, pick, o.vllm, o.planner_name,
-                                              temperature=o.temperature, version=o.agent_version, expose=held,
-                                              budget=o.max_steps, turns=o.planner_turns,
-                                              exclude_actions=excluded_actions(o.allow_js))
-    held["trace"] = trace
-    return {"hists": histories(hist), "planner": ph, "answer": hist.final_result(), "done": bool(ph.is_done())}
-
 # %% ../../nbs/eval/03_online.ipynb #d53246a6
 def cut_short(held) -> dict:
     "What an agent stopped by the timeout (or an error) had done."
@@ -411,12 +397,31 @@ async def web_browser(task, headless=True, run_dir=None, opened=None):
         if opened is not None: opened["bs"] = bs
         yield bs
 
-def web_session(task, o, ep: Path, llm, hint=None, headless=True, run_dir=None, opened=None) -> EnvSession:
-    "The environment's session a single agent's online episode steps: on the web, in `ep`, its prompt with the hint."
+def web_session(task, o, ep: Path, llm, hint=None, headless=True, run_dir=None, opened=None, **kw) -> EnvSession:
+    "The environment's session an online episode's agent steps: on the web, in `ep`, its prompt with the hint; `kw`: EnvSession's."
     return EnvSession(None, browser=lambda: web_browser(task, headless, run_dir, opened), stage=ep, online=True,
-                      agent_kw={"directly_open_url": False, "page_extraction_llm": llm},
-                      prompt_of=lambda _: acting_text(task, hint), max_steps=task.field("max_steps") or o.max_steps,
-                      timeout=o.timeout, screenshot=False, allow_js=o.allow_js, model_name=llm.model)
+                      **{"agent_kw": {"directly_open_url": False, "page_extraction_llm": llm},
+                         "prompt_of": lambda _: acting_text(task, hint), "max_steps": task.field("max_steps") or o.max_steps,
+                         "timeout": o.timeout, "screenshot": False, "allow_js": o.allow_js, "model_name": llm.model, **kw})
+
+def planner_session(task, o, ep: Path, held: dict, headless=True, run_dir=None, opened=None) -> tuple:
+    """(the session arm `agent`'s planner steps, the planner's model): the planner is the session's agent, each of its
+    delegations a specialist of its own on the same page; `held` gets the team and the planner."""
+    from webmix.agents.agent import Team, planner_agent, team_histories
+    from webmix.agents.versions import VERSIONS
+    llm = H.make_llm(o.planner_name, o.vllm, temperature=o.temperature)
+    def make(prompt, start, chat, bs, files):
+        pick = lambda family: sub_model(family, o.adapters, o.model, o.fallback)
+        team = held["team"] = Team(pick, o.vllm, task.confirmed_task, budget=o.max_steps, version=o.agent_version,
+                                   temperature=o.temperature, bs=bs, exclude_actions=excluded_actions(o.allow_js))
+        use_normalized_coordinates(bs)
+        held["planner"] = planner_agent(bs, task.confirmed_task, start, chat, team, o.agent_version)
+        return held["planner"]
+    env = web_session(task, o, ep, llm, None, headless, run_dir, opened, make_agent=make,
+                      max_steps=o.planner_turns or VERSIONS[o.agent_version]["max_turns"],
+                      history_of=lambda planner: team_histories(planner, held["team"]),
+                      answer_of=lambda hist, ended_by: None if ended_by == "timeout" else hist.final_result())
+    return env, llm
 
 # %% ../../nbs/eval/03_online.ipynb #49c74032
 async def end_status(task, got, failures) -> tuple:
@@ -428,46 +433,28 @@ async def end_status(task, got, failures) -> tuple:
 
 # %% ../../nbs/eval/03_online.ipynb #39a8ac29
 async def stepped(task, o, ep: Path, held, kept, hint, failures, headless=True, run_dir=None) -> tuple:
-    """A single agent's online episode: the agent stepping the environment's session on the web (see above) ->
-    (what it did or None, status, error, masked, the session: closed once its screenshots are kept)."""
-    llm = H.make_llm(o.model, o.vllm, temperature=o.temperature)
-    if o.record_rows: record_requests(llm, kept)
+    """An online episode: the agent (arm `agent`: the planner) stepping the environment's session on the web (see
+    above) -> (what it did or None, status, error, masked, the session: closed once its screenshots are kept)."""
     opened = {}
-    env = web_session(task, o, ep, llm, hint, headless, run_dir, opened)
+    if o.arm == "agent": env, llm = planner_session(task, o, ep, held, headless, run_dir, opened)
+    else:
+        llm = H.make_llm(o.model, o.vllm, temperature=o.temperature)
+        if o.record_rows: record_requests(llm, kept)
+        env = web_session(task, o, ep, llm, hint, headless, run_dir, opened)
     try: await env.reset(task)
     except Exception as e:                              # noqa: BLE001  the episode still says what it has
         where = "website" if opened else "browser"
         return None, "error", ("the website did not load: " if opened else "") + runs.describe(e), failure_class(e, where).masked, env
-    held["agent"] = env.agent
+    if o.arm != "agent": held["agent"] = env.agent
     try:
         while not env.done: await env.step_model(llm)
     except Exception as e:                              # noqa: BLE001  its browser failed: what it did is kept
         return None, "error", runs.describe(e), failure_class(e, "harness").masked, env
     if env.ended_by == "timeout": return None, "timeout", f"timeout after {o.timeout:g}s", False, env
-    got = {"hists": [env.agent.history], "planner": None, "answer": env.answer, "done": env.ended_by == "done"}
+    if "team" in held: held["trace"] = held["team"].trace
+    got = {"hists": histories(env.history()), "planner": env.agent.history if o.arm == "agent" else None,
+           "answer": env.answer, "done": env.ended_by == "done"}
     return (got, *await end_status(task, got, failures), env)
-
-# %% ../../nbs/eval/03_online.ipynb #55b39db8
-async def planned(task, o, ep: Path, held, kept, hint, failures, headless=True, run_dir=None) -> tuple:
-    "The planner's online episode (arm `agent`): its own loop on the open website -> (what it did or None, status, error, masked, None)."
-    got, where, status, error, masked = None, "browser", "error", None, True
-    try:
-        async with web_browser(task, headless, run_dir) as bs:
-            try:
-                where = "website"
-                await task.prepare(HS.BrowserPage(bs, None))
-                where = "harness"
-                got, timed_out = await run_within(act(task, o, bs, held, kept, hint), o.timeout, bs)
-                if timed_out: raise asyncio.TimeoutError               # the timeout's status and error, below
-                status, error, masked = await end_status(task, got, failures)
-            except asyncio.TimeoutError: status, error, masked = "timeout", f"timeout after {o.timeout:g}s", False
-            except Exception as e:                                # noqa: BLE001  the episode still says what it has
-                error = (f"the website did not load: " if where == "website" else "") + runs.describe(e)
-                masked = failure_class(e, where).masked
-            await final_screenshot(bs, ep / "final.png")
-    except Exception as e:                                         # noqa: BLE001  the browser would not start or close
-        if error is None: error, masked = runs.describe(e), failure_class(e, "browser").masked
-    return got, status, error, masked, None
 
 # %% ../../nbs/eval/03_online.ipynb #f606e5a0
 async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
@@ -476,8 +463,7 @@ async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
     hint = task.field(o.hint_field) if o.hint_field else None
     H.CHAT_FAILURES.set(failures := [])                # this episode's model calls note their failures here
     calls = start_episode(o.cache)                     # ... and their usage, answered from the cache when it has them
-    run = planned if o.arm == "agent" else stepped
-    got, status, error, masked, env = await run(task, o, ep, held, kept, hint, failures, headless, run_dir)
+    got, status, error, masked, env = await stepped(task, o, ep, held, kept, hint, failures, headless, run_dir)
     try:
         got = got or cut_short(held)
         if "trace" in held: (ep / "subtasks.json").write_text(json.dumps({"trace": held["trace"]}, indent=1, default=str, ensure_ascii=False))
