@@ -7,6 +7,7 @@ import json, subprocess
 from webmix import formats
 from webmix.eval import evaluate as E
 from webmix.episode_layout import line_text
+from webmix.views.episodes import load_episode
 from webmix.records import ProposedTask
 from webmix.agents.llm import ScriptedServer
 from webmix.eval.regrade import regrade
@@ -424,6 +425,9 @@ def test_site_variants_are_episodes_of_their_own_graded_alike(tmp_path, capsys):
             pages = [json.loads(l) for l in (out / k / "dom.jsonl").read_text().splitlines()]   # the page each call saw
             assert formats.check_jsonl("dom", out / k / "dom.jsonl") == [] and rec["files"]["dom"] == "dom.jsonl"
             assert len(pages) >= len(rec["steps"]) and all("data-control-id" in p["html"] for p in pages), k
+            assert formats.check_jsonl("agent_log", out / k / "log.jsonl") == [] and rec["files"]["log"] == "log.jsonl"
+            steps = load_episode(out / k).steps                                 # the agent's own log, under its steps
+            assert sum(bool(s.log) for s in steps) >= len(steps) - 1 and any("Step" in x["message"] for s in steps for x in s.log), k
         table = capsys.readouterr().out.split("variant  units")[1].splitlines()
         assert [row.split()[:3] for row in table[1:3]] == [["0", "2", str(2 * want)], ["1", "2", str(2 * want)]], table
 

@@ -37,6 +37,7 @@ KINDS = {
     "chain_backend": "what the backend recorded during a planner chain: <out>/<chain id>/backend.json",
     "grader_report": "the graders' negative controls: what `webmix check-graders --out FILE` writes",
     "dom": "the page a model call of an evaluation episode saw, as HTML: a line of <run>/<task_id>/dom.jsonl",
+    "agent_log": "a message of an evaluation episode's agent log (browser-use's logger): a line of <run>/<task_id>/log.jsonl",
 }
 
 # %% ../nbs/01_formats.ipynb #90f03b4a

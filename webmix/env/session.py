@@ -7,7 +7,8 @@ so far with the task's own grade, `close` saves the episode and releases the bro
 # %% auto #0
 __all__ = ['INDEX_KEYS', 'KEPT_ATTRIBUTES', 'CLIENT_PACE', 'MODEL_TIMEOUT_S', 'find_task', 'task_ids', 'as_env_task',
            'element_for', 'by_index', 'parse_action', 'elements_of', 'screenshot_of', 'EnvSession', 'write_doms',
-           'observe', 'info', 'step_model', 'history', 'evidence_of', 'model_failure', 'EnvLoop', 'SyncEnvSession']
+           'write_log', 'observe', 'info', 'step_model', 'history', 'evidence_of', 'model_failure', 'EnvLoop',
+           'SyncEnvSession']
 
 # %% ../../nbs/env/01_session.ipynb #316eaddd
 import asyncio, base64, json, random, shutil, threading, time, uuid
@@ -22,7 +23,7 @@ from ..records import VARIANT_MARK, Task, TaskFileError, as_task, on_variant
 from ..agents import harness as H
 from ..agents import session as HS
 from ..agents.actions import excluded_actions
-from ..episode_layout import DOM_CAP, DOM_FILE, Grade, PageSnapshot, line_text, write_episode
+from ..episode_layout import DOM_CAP, DOM_FILE, LOG_FILE, Grade, PageSnapshot, line_text, write_episode
 from ..eval.episode import agent_episode, agent_steps, dumped_items, final_screenshot, kept_files, save_screenshots
 from ..eval.episode import histories, open_episode, read_evidence, READ_S
 from ..eval.episode import episode_cause, grade_episode, human_tasks, masked_cause
@@ -161,7 +162,7 @@ class EnvSession:
     def __init__(self, base: str, out=None, keep=None, max_steps: int = 30, timeout: float = 600.0, screenshot: bool = True,
                  max_screenshot_bytes: int = 1_500_000, allow_js: bool = False, browser=None, stage=None, agent_kw=None,
                  model_name: str = "env client", model_timeout: float = MODEL_TIMEOUT_S, online: bool = False, prompt_of=None,
-                 keep_dom: bool = False, make_agent=None, history_of=None, answer_of=None):
+                 keep_dom: bool = False, make_agent=None, history_of=None, answer_of=None, keep_log: bool = False):
         self.base, self.out, self.keep = base.rstrip("/") if base else None, Path(out) if out else None, keep
         self.max_steps, self.timeout, self.screenshot, self.cap = max_steps, timeout, screenshot, max_screenshot_bytes
         self.allowed = tuple(a for a in ACTION_NAMES if a not in excluded_actions(allow_js)) + (("evaluate",) if allow_js else ())
@@ -169,6 +170,7 @@ class EnvSession:
         self.agent_kw = dict(CLIENT_PACE if agent_kw is None else agent_kw)
         self.model_name, self.model_timeout, self.online, self.prompt_of = model_name, model_timeout, online, prompt_of
         self.keep_dom, self.doms = keep_dom, []         # keep_dom: the page each model call saw, as HTML (dom.jsonl)
+        self.keep_log, self.log = keep_log, []          # keep_log: the agent's own log (log.jsonl)
         self.make_agent, self.history_of, self.answer_of = make_agent, history_of, answer_of   # a planner's (see above)
         self.task = self.key = self.reward = self.passed = self.ended_by = self.answer = self.inputs = self.grade_error = None
         self.done, self.steps, self.last_used, self.folder, self.detail = False, 0, time.monotonic(), None, ""
@@ -183,7 +185,7 @@ async def _reset(self, task, variant=None, seed=None) -> Observation:
     self.task = as_env_task(task, variant, seed, self.online)
     self.key = f"{self.task.task_id}~s{uuid.uuid4().hex[:8]}"
     self.done, self.steps, self.reward, self.passed, self.ended_by, self.folder = False, 0, None, None, None, None
-    self.seen, self.detail, self.answer, self.inputs, self.grade_error, self.doms = [], "", None, None, None, []
+    self.seen, self.detail, self.answer, self.inputs, self.grade_error, self.doms, self.log = [], "", None, None, None, [], []
     self._touch()
     self.ep = self._stage()
     # a client's browser that would not start or connect: once more, on a fresh one; a runner's failure is the runner's
@@ -209,8 +211,11 @@ async def _reset(self, task, variant=None, seed=None) -> Observation:
     self.agent.settings.llm_timeout = 10**6            # the bridge waits on its caller: `step_model` times the model's call
     self._t0 = time.monotonic()
     self._ask = asyncio.get_running_loop().create_future()
+    if self.keep_log: H.keep_agent_log()
+    filed = H.AGENT_LOG.set(self.log if self.keep_log else None)   # the agent's task files its log messages here
     self._run = asyncio.create_task(self.agent.run(max_steps=self.max_steps, on_step_start=self._step_start,
                                                    on_step_end=self._step_end))
+    H.AGENT_LOG.reset(filed)
     return await self._next()
 
 EnvSession.reset = _reset
@@ -263,6 +268,10 @@ async def _read_dom(self):
 def write_doms(ep: Path, doms: list) -> None:
     "The pages an episode's model calls saw, as `ep`/dom.jsonl (nothing when none was kept)."
     if doms: (ep / DOM_FILE).write_text("".join(d.model_dump_json() + "\n" for d in doms))
+
+def write_log(ep: Path, log: list) -> None:
+    "The agent's log of an episode as `ep`/log.jsonl (nothing when none was kept)."
+    if log: (ep / LOG_FILE).write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in log))
 
 EnvSession._respond, EnvSession._read_dom = _respond, _read_dom
 
@@ -463,6 +472,7 @@ def _save(self) -> Path:
     (ep / "task.json").write_text(json.dumps({**self.task.to_dict(), "kind": self.task.kind}, ensure_ascii=False))
     shots = save_screenshots(hist, ep)
     write_doms(ep, self.doms)
+    write_log(ep, self.log)
     try: hist.save_to_file(ep / "history.json")
     except Exception: pass
     steps = agent_steps(dumped_items(hist), lambda k, it: shots.get(k))

@@ -275,7 +275,7 @@ def agent_episode(task_fields: dict, runner: str, steps: list, **fields) -> Epis
 KEPT_FILES = {"history": "history.json", "planner_history": "planner_history.json", "grade_inputs": "grade_inputs.json",
               "trace": "trace.json", "subtasks": "subtasks.json", "rows": "rows.jsonl", "episode_rows": "rows/rows.jsonl",
               "webjudge_result": "result.json", "prompts": "prompts.jsonl",
-              "dom": "dom.jsonl"}
+              "dom": "dom.jsonl", "log": "log.jsonl"}
 
 def kept_files(ep: Path) -> dict:
     "The files the episode folder `ep` keeps beside episode.json, by what they hold (episode.json's `files`)."

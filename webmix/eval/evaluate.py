@@ -36,7 +36,7 @@ from .episode import (ADAPTER_OF_FAMILY, READ_S, STAND_IN, agent_episode, agent_
                                  kept_files, load_results, masked_cause, model_steps,
                                  prompt_line, record_requests, save_screenshots, session_lost, stand_in_at,
                                  sub_model, task_file_text, with_usage)
-from ..env.session import EnvSession, write_doms
+from ..env.session import EnvSession, write_doms, write_log
 from ..episode_layout import EpisodeRecord, Grade, line_text, write_episode
 from ..command import split_options
 from .options import ADAPTERS, ARMS, DEFAULT_BASE_NAME, EvalOptions
@@ -198,7 +198,7 @@ async def _stepped(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
     its model's reply through the arm's router; the session starts, ends and grades it (see above)."""
     env = EnvSession(worker.base, browser=worker.browser, stage=ep, agent_kw={"page_extraction_llm": llm},
                      max_steps=o.max_steps or H.MAX_STEPS, timeout=o.timeout, screenshot=False, allow_js=o.allow_js,
-                     model_name=llm.model, keep_dom=True)
+                     model_name=llm.model, keep_dom=True, keep_log=True)
     try:
         await env.reset(task)
         write_start(env.start)
@@ -208,7 +208,7 @@ async def _stepped(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
         while not env.done: await env.step_model(llm)          # the router is the model's call (Routed)
         out = ended(env.agent.history, env.answer, env.inputs, o.timeout if env.ended_by == "timeout" else None,
                     router.trace, env.start, env.passed, env.detail, env.grade_error)
-        out.close, out.doms = env.close, env.doms         # the caller saves the screenshots first, then closes
+        out.close, out.doms, out.log = env.close, env.doms, env.log         # the caller saves the screenshots first, then closes
         return out
     except BaseException:
         await env.close()
@@ -231,7 +231,7 @@ async def _planned(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
                                         context=prompt[len(task.instruction):])
         return held["planner"]
     env = EnvSession(worker.base, browser=worker.browser, stage=ep, max_steps=o.planner_turns or VERSIONS[o.agent_version]["max_turns"],
-                     timeout=o.timeout, screenshot=False, allow_js=o.allow_js, model_name=planner_llm.model,   # its steps are the specialists': no dom.jsonl
+                     timeout=o.timeout, screenshot=False, allow_js=o.allow_js, model_name=planner_llm.model, keep_log=True,   # its steps are the specialists': no dom.jsonl
                      make_agent=make, history_of=lambda planner: team_histories(planner, held["team"]),
                      answer_of=lambda hist, ended_by: None if ended_by == "timeout" else hist.final_result())
     try:
@@ -241,7 +241,7 @@ async def _planned(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
         trace = [{"model": t.get("model"), "action": [], **t} for t in held["team"].trace] if env.ended_by != "timeout" else []
         out = ended(env.history(), env.answer, env.inputs, o.timeout if env.ended_by == "timeout" else None, trace,
                     env.start, env.passed, env.detail, env.grade_error)
-        out.close, out.doms, out.held = env.close, env.doms, held
+        out.close, out.doms, out.log, out.held = env.close, env.doms, env.log, held
         return out
     except BaseException:
         await env.close()
@@ -309,6 +309,7 @@ def _keep_episode(e, o, task, key, ep: Path, res: dict, kept: list, calls, unsav
     for k in ("model_error", "model_refused", "reply_error"):
         if g.get(k): res[k] = g[k]
     _save(unsaved, "dom.jsonl", lambda: write_doms(ep, getattr(e, "doms", [])))
+    _save(unsaved, "log.jsonl", lambda: write_log(ep, getattr(e, "log", [])))
     _save(unsaved, "trace.json", lambda: (ep / "trace.json").write_text(json.dumps(e.trace, indent=1, default=str)))
     _save(unsaved, "history.json", lambda: hist.save_to_file(ep / "history.json"))
     if (planner := getattr(e, "held", {}).get("planner")) is not None:    # agent_planner: the planner's own turns, beside its specialists'

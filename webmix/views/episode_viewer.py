@@ -6,9 +6,9 @@ static page."""
 
 # %% auto #0
 __all__ = ['THUMB_WIDTH', 'NOTE_STYLE', 'ZOOMS', 'PAGE_SHOWN', 'STEPPER_JS', 'PAGE_PROMPT_CHARS', 'COMPARE_WIDTH', 'thumbnail',
-           'shot', 'esc', 'screens_html', 'full_html', 'prompt_html', 'usage_text', 'step_html', 'page_html',
-           'verdict_html', 'header_html', 'episode_html', 'error_html', 'StaticHTML', 'StepViewer', 'run_list_line',
-           'runs_in', 'EpisodeViewer', 'run_folder', 'run_label', 'side_by_side']
+           'shot', 'esc', 'screens_html', 'full_html', 'prompt_html', 'usage_text', 'step_html', 'log_html',
+           'page_html', 'verdict_html', 'header_html', 'episode_html', 'error_html', 'StaticHTML', 'StepViewer',
+           'run_list_line', 'runs_in', 'EpisodeViewer', 'run_folder', 'run_label', 'side_by_side']
 
 # %% ../../nbs/views/02_episode_viewer.ipynb #720ffcc9
 import base64, html, io, json, uuid
@@ -173,7 +173,14 @@ def step_html(ep: Episode, s: Step, limit: int | None = None, images: bool = Tru
     note = f"<div style='color:#777'>{esc(s.reply_note)}</div>" if s.reply_note else ""
     return (f"<table>{table}</table>{prompt_html(s, limit, images)}<details><summary>model's reply</summary>{note}"
             f"<pre style='white-space:pre-wrap;max-height:20em;overflow:auto'>{esc(s.reply)}</pre></details>"
-            f"<details open><summary>backend during this step</summary>{backend}</details>{page_html(s)}")
+            f"<details open><summary>backend during this step</summary>{backend}</details>{log_html(s)}{page_html(s)}")
+
+def log_html(s: Step) -> str:
+    "The agent's own log during step `s` (log.jsonl: browser-use's messages), folded ('' when the episode kept none)."
+    if not s.log: return ""
+    lines = "\n".join(f"{x.get('level', '')[:1]} {x.get('logger', '').removeprefix('browser_use.')}: {x.get('message', '')}" for x in s.log)
+    return (f"<details><summary>agent's log ({len(s.log)} messages)</summary><pre style='white-space:pre-wrap;max-height:20em;"
+            f"overflow:auto;font-size:11px'>{esc(lines)}</pre></details>")
 
 PAGE_SHOWN = 60_000      # characters of a step's page HTML the viewer shows (dom.jsonl keeps more)
 

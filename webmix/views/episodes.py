@@ -115,6 +115,7 @@ class Step:
     usage: dict | None = None                  # the model call that chose the step: tokens, cost, cache (episode.json)
     gated: str = ""                            # why the harness changed the model's action (a premature done gated)
     page_html: str | None = None               # the page the model saw at this step, as HTML (dom.jsonl), when kept
+    log: list = field(default_factory=list)    # the agent's log messages during the step (log.jsonl lines), when kept
 
 # %% ../../nbs/views/01_episodes.ipynb #25b51fd8
 @dataclass
@@ -256,7 +257,7 @@ def step_prompts(prompts: list, t0, t1) -> list:
     return [p for p in prompts if isinstance(p.get("t"), (int, float)) and t0 <= p["t"] < (t1 if t1 is not None else float("inf"))]
 
 # %% ../../nbs/views/01_episodes.ipynb #a8483b19
-def _step(d: Path, rec, i: int, g: dict, rows: list, prompts: list = ()) -> Step:
+def _step(d: Path, rec, i: int, g: dict, rows: list, prompts: list = (), log: list = ()) -> Step:
     """Step i of an agent's or a datagen episode, its backend record cut from `g`, the requests its model was sent
     from `prompts` and its raw reply from them (else from `rows`)."""
     s, row = rec.steps[i], rows[i] if i < len(rows) else None
@@ -271,7 +272,8 @@ def _step(d: Path, rec, i: int, g: dict, rows: list, prompts: list = ()) -> Step
                 tuple(s.box) if s.box else None, tuple(s.point) if s.point else None, s.evaluation, s.memory, s.next_goal,
                 reply=raw if raw is not None else json.dumps(reply, indent=1, ensure_ascii=False)[:20000],
                 reply_note="" if raw is not None else f"the reply's fields as {rec.runner} recorded them (no prompts.jsonl or rows.jsonl holds the raw text)",
-                model=s.model, url=s.url, backend=backend, prompts=sent, error=s.error or "", usage=s.usage)
+                model=s.model, url=s.url, backend=backend, prompts=sent, error=s.error or "", usage=s.usage,
+                log=step_prompts(list(log), s.t0, s.t1))       # its agent's messages, by their time as a prompt's
 
 # %% ../../nbs/views/01_episodes.ipynb #9d196875
 GATED = "the model said done before its plan was through; the router (--gate-done) sent macro_done in its place"
@@ -288,7 +290,9 @@ def load_steps(d: Path) -> Episode:
     box_note, backend_note = NOTES.get(rec.runner, ("", ""))
     ep = Episode(d, rec.layout, rec.task_id, rec.site, rec.macro, rec.family or FAMILY_OF.get(rec.macro, ""),
                  rec.instruction, box_note=box_note, backend_note="" if g else backend_note, runner=rec.runner)
-    ep.steps = [_step(d, rec, i, g, rows, prompts) for i in range(len(rec.steps))]
+    lf = rec.files.get("log")
+    log = read_jsonl(d / lf, d) if isinstance(lf, str) and (d / lf).is_file() else []
+    ep.steps = [_step(d, rec, i, g, rows, prompts, log) for i in range(len(rec.steps))]
     tf = rec.files.get("trace")                   # evaluate's router: a request a step, `gated` where --gate-done acted
     trace = read_json(d / tf, d, list) if isinstance(tf, str) and (d / tf).is_file() else []
     for s, t in zip(ep.steps, trace):
