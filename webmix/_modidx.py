@@ -1963,6 +1963,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                 'webmix/views/dashboard.py'),
                                         'webmix.views.dashboard.cause_kind': ( 'views/dashboard.html#cause_kind',
                                                                                'webmix/views/dashboard.py'),
+                                        'webmix.views.dashboard.failure_of': ( 'views/dashboard.html#failure_of',
+                                                                               'webmix/views/dashboard.py'),
                                         'webmix.views.dashboard.run_dashboard': ( 'views/dashboard.html#run_dashboard',
                                                                                   'webmix/views/dashboard.py'),
                                         'webmix.views.dashboard.run_results': ( 'views/dashboard.html#run_results',
