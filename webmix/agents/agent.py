@@ -7,7 +7,7 @@ the planner versions."""
 # %% auto #0
 __all__ = ['FAMILY_HINTS', 'Family', 'DELEGATE_DOC', 'planner_prompt', 'element_field', 'render_element', 'element_brief',
            'action_brief', 'item_actions', 'brief_actions', 'outcome', 'url_query', 'report', 'page_now',
-           'SessionAgent', 'Team', 'Delegate', 'planner_tools', 'planner_agent', 'SpecialistHistories',
+           'SessionAgent', 'Team', 'Delegate', 'planner_tools', 'planner_agent', 'SpecialistHistories', 'planner_on',
            'team_histories', 'run_planner_agent', 'index_of']
 
 # %% ../../nbs/agents/03_agent.ipynb #f285d3ae
@@ -283,6 +283,14 @@ class SpecialistHistories:
     def save_to_file(self, path):
         "One history_<i>.json per specialist, beside `path`."
         for i, x in enumerate(self.hists): x.save_to_file(Path(path).with_name(f"history_{i}.json"))
+
+# %% ../../nbs/agents/03_agent.ipynb #dc04d69b
+def planner_on(bs, task: str, start: str, chat, pick_model, base_url, version=DEFAULT_VERSION, context="", **team_kw) -> tuple:
+    """(the planner Agent on `bs`, its model `chat`, and its Team): what a caller that steps the planner itself (the
+    environment's session) runs; `team_kw`: the Team's settings (budget, sub_cap, temperature, on_end, files ...)."""
+    team = Team(pick_model, base_url, task, version=version, bs=bs, **team_kw)
+    HA.use_normalized_coordinates(bs)
+    return planner_agent(bs, task, start, chat, team, version, context=context), team
 
 # %% ../../nbs/agents/03_agent.ipynb #ec39397e
 def team_histories(planner, team) -> SpecialistHistories:

@@ -6,9 +6,8 @@ so far with the task's own grade, `close` saves the episode and releases the bro
 
 # %% auto #0
 __all__ = ['INDEX_KEYS', 'KEPT_ATTRIBUTES', 'CLIENT_PACE', 'MODEL_TIMEOUT_S', 'find_task', 'task_ids', 'as_env_task',
-           'element_for', 'by_index', 'parse_action', 'elements_of', 'screenshot_of', 'EnvSession', 'write_doms',
-           'write_log', 'observe', 'info', 'step_model', 'history', 'evidence_of', 'model_failure', 'EnvLoop',
-           'SyncEnvSession']
+           'element_for', 'by_index', 'parse_action', 'elements_of', 'screenshot_of', 'EnvSession', 'write_lines',
+           'observe', 'info', 'step_model', 'history', 'evidence_of', 'model_failure', 'EnvLoop', 'SyncEnvSession']
 
 # %% ../../nbs/env/01_session.ipynb #316eaddd
 import asyncio, base64, json, random, shutil, threading, time, uuid
@@ -265,13 +264,10 @@ async def _read_dom(self):
                                   title=getattr(state, "title", "") or "", html=html[:DOM_CAP] if html else None,
                                   cut=bool(html) and len(html) > DOM_CAP))
 
-def write_doms(ep: Path, doms: list) -> None:
-    "The pages an episode's model calls saw, as `ep`/dom.jsonl (nothing when none was kept)."
-    if doms: (ep / DOM_FILE).write_text("".join(d.model_dump_json() + "\n" for d in doms))
-
-def write_log(ep: Path, log: list) -> None:
-    "The agent's log of an episode as `ep`/log.jsonl (nothing when none was kept)."
-    if log: (ep / LOG_FILE).write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in log))
+def write_lines(path: Path, rows: list) -> None:
+    "`rows` (records or JSON objects: the pages an episode saw, its agent's log) as the JSON lines of `path`; none, no file."
+    line = lambda r: r.model_dump_json() if hasattr(r, "model_dump_json") else json.dumps(r, ensure_ascii=False)
+    if rows: Path(path).write_text("".join(line(r) + "\n" for r in rows))
 
 EnvSession._respond, EnvSession._read_dom = _respond, _read_dom
 
@@ -333,6 +329,10 @@ async def _step(self, action) -> StepResult:
     self._reply.set_result(("action", model.model_dump(exclude_none=True)))
     obs = await self._next()
     self._touch()
+    return self._result(obs)
+
+def _result(self, obs) -> StepResult:
+    "What a step returns: the observation, the reward (0 until the episode ends), whether it ended, the info."
     return StepResult(observation=obs, reward=self.reward or 0.0, done=self.done, info=self.info())
 
 def _given(self, path):
@@ -345,7 +345,7 @@ def _first_error(e) -> str:
     try: err = e.errors()[0]; return f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
     except Exception: return type(e).__name__
 
-EnvSession.step, EnvSession._stepping = _step, _stepping
+EnvSession.step, EnvSession._stepping, EnvSession._result = _step, _stepping, _result
 
 # %% ../../nbs/env/01_session.ipynb #9f022b1a
 def info(self) -> dict:
@@ -365,15 +365,14 @@ async def step_model(self, model) -> StepResult:
     if not done:
         call.cancel()
         if left <= self.model_timeout:                 # the episode's time ran out first
-            return StepResult(observation=await self._end("timeout"), reward=self.reward or 0.0, done=True, info=self.info())
+            return self._result(await self._end("timeout"))
     self._ask = asyncio.get_running_loop().create_future()
     self.steps += 1
     if not done: self._reply.set_exception(TimeoutError(f"LLM call timed out after {self.model_timeout:g} seconds. "
                                                         "Keep your thinking and output short."))
     elif call.exception() is not None: self._reply.set_exception(call.exception())
     else: self._reply.set_result(("reply", call.result()))
-    obs = await self._next()
-    return StepResult(observation=obs, reward=self.reward or 0.0, done=self.done, info=self.info())
+    return self._result(await self._next())
 
 EnvSession.step_model = step_model
 
@@ -471,8 +470,8 @@ def _save(self) -> Path:
     (ep / "grade_inputs.json").write_text(json.dumps(g, default=str))
     (ep / "task.json").write_text(json.dumps({**self.task.to_dict(), "kind": self.task.kind}, ensure_ascii=False))
     shots = save_screenshots(hist, ep)
-    write_doms(ep, self.doms)
-    write_log(ep, self.log)
+    write_lines(ep / DOM_FILE, self.doms)
+    write_lines(ep / LOG_FILE, self.log)
     try: hist.save_to_file(ep / "history.json")
     except Exception: pass
     steps = agent_steps(dumped_items(hist), lambda k, it: shots.get(k))

@@ -6,10 +6,10 @@ done-gating, human-style and datagen tasks, grades from the backend, regrading, 
 # %% auto #0
 __all__ = ['REASONING', 'MAX_GATES', 'EVAL_KINDS', 'FAILURE_KINDS', 'WRONG_VALUE', 'MISSING', 'JS_MARK', 'STAND_IN_MARK',
            'TOKEN_COLUMNS', 'arm_models', 'premature', 'router_note', 'gate_done', 'Routed', 'load_tasks', 'write_rows',
-           'EvalLine', 'line_schema', 'unit_key', 'unit_fields', 'ended', 'episode_record', 'finished_record',
-           'failure_kind', 'run_episode', 'requested_models', 'check_served', 'run_evaluate', 'outcomes', 'pd_series',
-           'counted', 'coverage', 'js_arms_named', 'success_table', 'by_site', 'effort', 'tokens_by_arm', 'run_summary',
-           'tally', 'serve_cmd']
+           'EvalLine', 'line_schema', 'unit_key', 'unit_fields', 'episode_record', 'finished_record', 'failure_kind',
+           'run_episode', 'requested_models', 'check_served', 'run_evaluate', 'outcomes', 'pd_series', 'counted',
+           'coverage', 'js_arms_named', 'success_table', 'by_site', 'effort', 'tokens_by_arm', 'run_summary', 'tally',
+           'serve_cmd']
 
 # %% ../../nbs/eval/01_evaluate.ipynb #12f1e68a
 import asyncio, copy, json, re, shutil, sys, zlib
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import formats, runs
 from ..world import checks
 from ..agents import harness as H
-from ..agents.actions import agent_actions, excluded_actions, use_normalized_coordinates
+from ..agents.actions import agent_actions, excluded_actions
 from ..agents import session as HS
 from ..world.catalog import FAMILIES, REASON
 from ..config import annotations_dir, json_lines, site_split
@@ -36,8 +36,8 @@ from .episode import (ADAPTER_OF_FAMILY, READ_S, STAND_IN, agent_episode, agent_
                                  kept_files, load_results, masked_cause, model_steps,
                                  prompt_line, record_requests, save_screenshots, session_lost, stand_in_at,
                                  sub_model, task_file_text, with_usage)
-from ..env.session import EnvSession, write_doms, write_log
-from ..episode_layout import EpisodeRecord, Grade, line_text, write_episode
+from ..env.session import EnvSession, write_lines
+from ..episode_layout import DOM_FILE, LOG_FILE, EpisodeRecord, Grade, line_text, write_episode
 from ..command import split_options
 from .options import ADAPTERS, ARMS, DEFAULT_BASE_NAME, EvalOptions
 
@@ -188,10 +188,23 @@ def unit_fields(u) -> dict:
             **({"stand_in": True} if u.get("stand_in") else {})}
 
 # %% ../../nbs/eval/01_evaluate.ipynb #2813d9ae
-def ended(hist, answer, g, timed_out=None, trace=(), start=None, ok=None, detail="", grade_error=None):
-    "What an episode's run leaves for its line and its files: its history, answer, grade inputs and grade, the router's trace."
-    return SimpleNamespace(hist=hist, answer=answer, g=g, timed_out=timed_out, trace=list(trace), start=start, ok=ok,
-                           detail=detail, grade_error=grade_error)
+async def _played(env, task, write_start, model_of, trace_of) -> SimpleNamespace:
+    """Run the session `env`'s episode of `task` to its end, each step decided by the model `model_of()` gives once the
+    episode started -> what it left for the line and the files: its history, answer, grade inputs and grade, the
+    trace (`trace_of(timed_out)`), the pages and the agent's log. A run that fails closes the session; else the
+    caller closes it (`.close`) once the screenshots are kept."""
+    try:
+        await env.reset(task)
+        write_start(env.start)
+        model = model_of()
+        while not env.done: await env.step_model(model)
+        timed_out = env.timeout if env.ended_by == "timeout" else None
+        return SimpleNamespace(hist=env.history(), answer=env.answer, g=env.inputs, timed_out=timed_out,
+                               trace=list(trace_of(timed_out)), start=env.start, ok=env.passed, detail=env.detail,
+                               grade_error=env.grade_error, close=env.close, doms=env.doms, log=env.log, held={})
+    except BaseException:
+        await env.close()
+        raise
 
 async def _stepped(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
     """A single-model arm's episode: the agent stepping the environment's session (`EnvSession.step_model`), each step
@@ -199,54 +212,35 @@ async def _stepped(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
     env = EnvSession(worker.base, browser=worker.browser, stage=ep, agent_kw={"page_extraction_llm": llm},
                      max_steps=o.max_steps or H.MAX_STEPS, timeout=o.timeout, screenshot=False, allow_js=o.allow_js,
                      model_name=llm.model, keep_dom=True, keep_log=True)
-    try:
-        await env.reset(task)
-        write_start(env.start)
+    routed = []
+    def model_of():                                    # the router is the model's call (Routed): it gates on the page
         fams = [family_of(m) for m in task.family_plan()]
-        router = Routed(llm, arm_models(o.arm, task, o.base_name, o.adapters, o.pooled_name), fams,
-                        gate=(o.gate_done or o.gate_note) and o.arm == "oracle", note=o.gate_note, bs=env.bs)
-        while not env.done: await env.step_model(llm)          # the router is the model's call (Routed)
-        out = ended(env.agent.history, env.answer, env.inputs, o.timeout if env.ended_by == "timeout" else None,
-                    router.trace, env.start, env.passed, env.detail, env.grade_error)
-        out.close, out.doms, out.log = env.close, env.doms, env.log         # the caller saves the screenshots first, then closes
-        return out
-    except BaseException:
-        await env.close()
-        raise
+        routed.append(Routed(llm, arm_models(o.arm, task, o.base_name, o.adapters, o.pooled_name), fams,
+                             gate=(o.gate_done or o.gate_note) and o.arm == "oracle", note=o.gate_note, bs=env.bs))
+        return llm
+    return await _played(env, task, write_start, model_of, lambda _: routed[0].trace)
 
 # %% ../../nbs/eval/01_evaluate.ipynb #6d5b1b24
 async def _planned(o, task, worker, ep, llm, write_start) -> SimpleNamespace:
     """agent_planner's episode: the planner stepping the environment's session (`EnvSession.step_model` with the
     planner's model); each delegation runs a specialist, a browser-use agent of its own on the same page."""
-    from webmix.agents.agent import Team, planner_agent, team_histories
+    from webmix.agents.agent import planner_on, team_histories
     from webmix.agents.versions import VERSIONS
     held, planner_llm = {}, H.make_llm(o.planner_name, o.vllm, temperature=o.temperature)
     def make(prompt, start, chat, bs, files):
         pick = lambda f: sub_model(f, o.adapters, o.base_name, o.fallback, o.reasoning_to_fallback)
-        team = held["team"] = Team(pick, o.vllm, task.instruction, version=o.agent_version, sub_cap=o.sub_cap,
-                                   temperature=o.temperature, on_end=env._step_end, bs=bs,
-                                   exclude_actions=excluded_actions(o.allow_js), files=files)
-        use_normalized_coordinates(bs)
-        held["planner"] = planner_agent(bs, task.instruction, start, chat, team, o.agent_version,
-                                        context=prompt[len(task.instruction):])
+        held["planner"], held["team"] = planner_on(bs, task.instruction, start, chat, pick, o.vllm, o.agent_version,
+                                                   prompt[len(task.instruction):], sub_cap=o.sub_cap, temperature=o.temperature,
+                                                   on_end=env._step_end, exclude_actions=excluded_actions(o.allow_js), files=files)
         return held["planner"]
     env = EnvSession(worker.base, browser=worker.browser, stage=ep, max_steps=o.planner_turns or VERSIONS[o.agent_version]["max_turns"],
                      timeout=o.timeout, screenshot=False, allow_js=o.allow_js, model_name=planner_llm.model, keep_log=True,   # its steps are the specialists': no dom.jsonl
                      make_agent=make, history_of=lambda planner: team_histories(planner, held["team"]),
                      answer_of=lambda hist, ended_by: None if ended_by == "timeout" else hist.final_result())
-    try:
-        await env.reset(task)
-        write_start(env.start)
-        while not env.done: await env.step_model(planner_llm)
-        trace = [{"model": t.get("model"), "action": [], **t} for t in held["team"].trace] if env.ended_by != "timeout" else []
-        out = ended(env.history(), env.answer, env.inputs, o.timeout if env.ended_by == "timeout" else None, trace,
-                    env.start, env.passed, env.detail, env.grade_error)
-        out.close, out.doms, out.log, out.held = env.close, env.doms, env.log, held
-        return out
-    except BaseException:
-        await env.close()
-        raise
-
+    out = await _played(env, task, write_start, lambda: planner_llm, lambda timed_out: [] if timed_out else
+                        [{"model": t.get("model"), "action": [], **t} for t in held["team"].trace])
+    out.held = held
+    return out
 
 # %% ../../nbs/eval/01_evaluate.ipynb #d388adb1
 def episode_record(task, o, start, steps=(), **fields) -> EpisodeRecord:
@@ -308,11 +302,11 @@ def _keep_episode(e, o, task, key, ep: Path, res: dict, kept: list, calls, unsav
     if masked_cause(g): res["masked"] = True
     for k in ("model_error", "model_refused", "reply_error"):
         if g.get(k): res[k] = g[k]
-    _save(unsaved, "dom.jsonl", lambda: write_doms(ep, getattr(e, "doms", [])))
-    _save(unsaved, "log.jsonl", lambda: write_log(ep, getattr(e, "log", [])))
+    _save(unsaved, "dom.jsonl", lambda: write_lines(ep / DOM_FILE, e.doms))
+    _save(unsaved, "log.jsonl", lambda: write_lines(ep / LOG_FILE, e.log))
     _save(unsaved, "trace.json", lambda: (ep / "trace.json").write_text(json.dumps(e.trace, indent=1, default=str)))
     _save(unsaved, "history.json", lambda: hist.save_to_file(ep / "history.json"))
-    if (planner := getattr(e, "held", {}).get("planner")) is not None:    # agent_planner: the planner's own turns, beside its specialists'
+    if (planner := e.held.get("planner")) is not None:    # agent_planner: the planner's own turns, beside its specialists'
         res["planner_steps"] = len(planner.history.history)
         _save(unsaved, "planner_history.json", lambda: planner.history.save_to_file(ep / "planner_history.json"))
     # before the rows: writing them puts file names in place of the images these messages carry
@@ -347,8 +341,8 @@ async def run_episode(unit, worker) -> dict:
     unsaved = {}                                       # from here on nothing that fails loses the episode
     try: _keep_episode(e, o, task, key, ep, res, kept, calls, unsaved)
     finally:
-        if hasattr(e, "close"): await e.close()        # the session's browser and agent folders, once its screenshots are kept
-        H.drop_agent_folders(*held_agents(getattr(e, "held", {})))
+        await e.close()                                # the session's browser and agent folders, once its screenshots are kept
+        H.drop_agent_folders(*held_agents(e.held))
     if unsaved: res["unsaved"] = unsaved
     shutil.rmtree(ep / "_files", ignore_errors=True)
     worker.place(ep, Path(worker.out) / key)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import runs
 from ..agents import harness as H
-from ..agents.actions import agent_actions, excluded_actions, use_normalized_coordinates
+from ..agents.actions import agent_actions, excluded_actions
 from ..agents import offline as HO
 from ..agents import session as HS
 from ..agents.reach import Reach, origin_of
@@ -407,15 +407,14 @@ def web_session(task, o, ep: Path, llm, hint=None, headless=True, run_dir=None, 
 def planner_session(task, o, ep: Path, held: dict, headless=True, run_dir=None, opened=None) -> tuple:
     """(the session arm `agent`'s planner steps, the planner's model): the planner is the session's agent, each of its
     delegations a specialist of its own on the same page; `held` gets the team and the planner."""
-    from webmix.agents.agent import Team, planner_agent, team_histories
+    from webmix.agents.agent import planner_on, team_histories
     from webmix.agents.versions import VERSIONS
     llm = H.make_llm(o.planner_name, o.vllm, temperature=o.temperature)
     def make(prompt, start, chat, bs, files):
         pick = lambda family: sub_model(family, o.adapters, o.model, o.fallback)
-        team = held["team"] = Team(pick, o.vllm, task.confirmed_task, budget=o.max_steps, version=o.agent_version,
-                                   temperature=o.temperature, bs=bs, exclude_actions=excluded_actions(o.allow_js))
-        use_normalized_coordinates(bs)
-        held["planner"] = planner_agent(bs, task.confirmed_task, start, chat, team, o.agent_version)
+        held["planner"], held["team"] = planner_on(bs, task.confirmed_task, start, chat, pick, o.vllm, o.agent_version,
+                                                   budget=o.max_steps, temperature=o.temperature,
+                                                   exclude_actions=excluded_actions(o.allow_js))
         return held["planner"]
     env = web_session(task, o, ep, llm, None, headless, run_dir, opened, make_agent=make,
                       max_steps=o.planner_turns or VERSIONS[o.agent_version]["max_turns"],
@@ -471,7 +470,7 @@ async def play(task, o, ep: Path, headless=True, run_dir=None) -> dict:
         out = {"status": status, "error": error, "masked": masked and status == "error",
                **save_episode(ep, task, got, o, status, error, hint, masked), "final_screenshot": (ep / "final.png").is_file()}
     finally:
-        if env is not None: await env.close()          # its browser and agent folders, once their screenshots are copied
+        await env.close()                              # its browser and agent folders, once their screenshots are copied
         H.drop_agent_folders(*held_agents(held))
     return {**out, **rows, **call_totals(calls, parse_prices(o.price))}
 

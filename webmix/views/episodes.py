@@ -7,7 +7,7 @@ episodes of a run folder."""
 __all__ = ['MAX_JSON_DEPTH', 'WEBJUDGE', 'SHAPES', 'NOTES', 'VERDICT_BY', 'GATED', 'LOADERS', 'LAYOUT_OF_RUNNER', 'ViewError',
            'inside', 'read_json', 'read_jsonl', 'Step', 'Episode', 'episode_json', 'layout_of', 'is_episode',
            'result_line', 'action_line', 'describe_element', 'read_record', 'step_backend', 'step_action',
-           'step_prompts', 'load_steps', 'row_images', 'parse_reply', 'reply_action', 'load_rows', 'load_webjudge',
+           'during_step', 'load_steps', 'row_images', 'parse_reply', 'reply_action', 'load_rows', 'load_webjudge',
            'load_episode', 'find_episodes', 'run_folders']
 
 # %% ../../nbs/views/01_episodes.ipynb #122c8db0
@@ -251,17 +251,17 @@ VERDICT_BY = {"datagen": "the gate (backend checks)", "evaluate": "the grader (b
               "online": "the run's result line", "plan-data": "the gate of every part (backend checks)"}
 
 # %% ../../nbs/views/01_episodes.ipynb #c223a3d5
-def step_prompts(prompts: list, t0, t1) -> list:
-    "The prompts.jsonl lines sent during a step: from its start to its end (or the next step's start)."
+def during_step(lines: list, t0, t1) -> list:
+    "The timed lines (prompts.jsonl's, log.jsonl's: each with `t`) of a step: from its start to its end (or the next step's start)."
     if t0 is None: return []
-    return [p for p in prompts if isinstance(p.get("t"), (int, float)) and t0 <= p["t"] < (t1 if t1 is not None else float("inf"))]
+    return [p for p in lines if isinstance(p.get("t"), (int, float)) and t0 <= p["t"] < (t1 if t1 is not None else float("inf"))]
 
 # %% ../../nbs/views/01_episodes.ipynb #a8483b19
 def _step(d: Path, rec, i: int, g: dict, rows: list, prompts: list = (), log: list = ()) -> Step:
     """Step i of an agent's or a datagen episode, its backend record cut from `g`, the requests its model was sent
     from `prompts` and its raw reply from them (else from `rows`)."""
     s, row = rec.steps[i], rows[i] if i < len(rows) else None
-    sent = step_prompts(list(prompts), s.t0, s.t1)
+    sent = during_step(list(prompts), s.t0, s.t1)
     reply = {"evaluation_previous_goal": s.evaluation, "memory": s.memory, "next_goal": s.next_goal,
              "action": s.actions or [{s.action: s.params}]}
     backend = (step_backend(g, s.t0, s.t1 if s.t1 is not None else float("inf")) if g and s.t0 is not None
@@ -273,7 +273,7 @@ def _step(d: Path, rec, i: int, g: dict, rows: list, prompts: list = (), log: li
                 reply=raw if raw is not None else json.dumps(reply, indent=1, ensure_ascii=False)[:20000],
                 reply_note="" if raw is not None else f"the reply's fields as {rec.runner} recorded them (no prompts.jsonl or rows.jsonl holds the raw text)",
                 model=s.model, url=s.url, backend=backend, prompts=sent, error=s.error or "", usage=s.usage,
-                log=step_prompts(list(log), s.t0, s.t1))       # its agent's messages, by their time as a prompt's
+                log=during_step(list(log), s.t0, s.t1))       # its agent's messages, by their time
 
 # %% ../../nbs/views/01_episodes.ipynb #9d196875
 GATED = "the model said done before its plan was through; the router (--gate-done) sent macro_done in its place"
